@@ -1,0 +1,52 @@
+"""`Authorization: Token <key>` against hashed, revocable API tokens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from codex.accounts.models import ApiToken, hash_key
+
+# Writing last_used_at on every request would turn each read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+class HashedTokenAuthentication(authentication.BaseAuthentication):
+    """Authenticates API clients by the SHA-256 of their token key."""
+
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed(
+                "Invalid token header: expected 'Token <key>'."
+            )
+        try:
+            key = header[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed(
+                "Invalid token header: the key is not text."
+            ) from None
+        token = (
+            ApiToken.objects.active()
+            .select_related("user")
+            .filter(key_hash=hash_key(key))
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        now = timezone.now()
+        if (
+            token.last_used_at is None
+            or now - token.last_used_at > LAST_USED_RESOLUTION
+        ):
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:
+        return self.keyword

@@ -1,0 +1,73 @@
+"""API tokens, stored hashed.
+
+DRF's own tokens are kept in plain text and never expire. Ours keep only a
+SHA-256 of the key (the key is 40 random characters, so a fast hash is enough:
+there is nothing to brute-force), are shown once when created, and can be revoked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+KEY_PREFIX_LENGTH = 8
+
+
+def hash_key(key: str) -> str:
+    """The stored form of a token key."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """A credential for the REST API (`Authorization: Token <key>`), one per client.
+
+    `prefix` (the key's first characters) identifies a token in the admin without
+    revealing it; `key_hash` is what authentication looks up.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="What this token is for.")
+    prefix = models.CharField(max_length=KEY_PREFIX_LENGTH, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple[ApiToken, str]:
+        """Create a token for `user`; returns it with the key, shown only now."""
+        key = secrets.token_urlsafe(30)
+        token = cls.objects.create(
+            user=user, name=name, prefix=key[:KEY_PREFIX_LENGTH], key_hash=hash_key(key)
+        )
+        return token, key
+
+    def revoke(self) -> None:
+        """Stop the token from authenticating; kept for the audit trail."""
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,59 @@
+"""`manage.py codex_run`: the web console and a django-q2 worker, together.
+
+Both run in the foreground as child processes; Ctrl-C (or SIGTERM) stops both,
+and if either exits on its own the other is stopped too.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Run the web console and a worker in the foreground; Ctrl-C stops both."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--addrport", default="127.0.0.1:8000")
+
+    def handle(self, *args, addrport: str, **options) -> None:
+        manage = [sys.executable, "manage.py"]
+        children = {
+            "web": subprocess.Popen([*manage, "runserver", "--noreload", addrport]),
+            "worker": subprocess.Popen([*manage, "qcluster"]),
+        }
+        self.stdout.write(
+            f"Codex console on http://{addrport}/admin/ and a worker; "
+            "Ctrl-C stops both."
+        )
+        stopping = False
+
+        def stop(*_):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            while not stopping and all(
+                child.poll() is None for child in children.values()
+            ):
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        for name, child in children.items():
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for child in children.values():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        exited = [
+            f"{name} exited with {child.returncode}" for name, child in children.items()
+        ]
+        self.stdout.write("Stopped: " + ", ".join(exited))

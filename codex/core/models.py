@@ -1,0 +1,373 @@
+"""Optimistic locking and leases, shared by every model whose state workers change.
+
+Spec 002 §3.5: every update carries the version it read and fails with
+VERSION_MISMATCH when the row moved on; state-changing operations hold a 60-second
+lease (acquire, renew, release; force-break only by an operator or recovery); a
+lease held by someone else is retried 3 times with a 5-second backoff.
+
+Both guarantees are enforced in the UPDATE's WHERE clause, so they hold between
+processes and machines, not only between threads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class VersionConflict(Exception):
+    """The row changed since it was read (spec 002 §3.5 VERSION_MISMATCH)."""
+
+    code = "version_mismatch"
+
+    def __init__(self, obj: models.Model, expected: int) -> None:
+        self.expected = expected
+        super().__init__(
+            f"{obj._meta.verbose_name} {obj} changed since it was read "
+            f"(expected version {expected}); re-read it and try again"
+        )
+
+
+class LeaseUnavailable(Exception):
+    """Someone else holds the lease and it has not expired."""
+
+    code = "lease_held"
+
+    def __init__(self, obj: models.Model, holder: str | None, expires_at) -> None:
+        self.holder = holder
+        self.expires_at = expires_at
+        super().__init__(
+            f"{obj._meta.verbose_name} {obj} is leased by {holder} until "
+            f"{expires_at:%Y-%m-%d %H:%M:%S} UTC"
+            if expires_at
+            else f"{obj._meta.verbose_name} {obj} is leased by {holder}"
+        )
+
+
+class LeaseRequired(Exception):
+    """A state change was saved without holding the lease."""
+
+    code = "lease_required"
+
+
+def lease_is_free(now: datetime) -> Q:
+    """Rows whose lease nobody holds or whose holder let it expire."""
+    return Q(lease_holder__isnull=True) | Q(lease_expires_at__lte=now)
+
+
+class VersionedLeasedModel(models.Model):
+    """A model with an optimistic-lock `version` and a time-limited lease.
+
+    Rules enforced here:
+    - every save of an existing row raises `version` by one, and only succeeds when
+      the row still has the version that was read (else VersionConflict);
+    - a save that changes any field in `lease_guarded_fields` requires the caller
+      to hold the lease, checked in the same UPDATE (else LeaseRequired), and no
+      save succeeds while someone else holds an unexpired lease;
+    - lease operations are single conditional UPDATEs, which bump `version` too.
+    """
+
+    version = models.PositiveIntegerField(default=1, editable=False)
+    lease_holder = models.CharField(
+        max_length=200, null=True, blank=True, editable=False
+    )
+    lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    lease_guarded_fields: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    # -- loading -------------------------------------------------------------
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        instance._remember_loaded_state()
+        return instance
+
+    def _remember_loaded_state(self) -> None:
+        self._loaded_values = {
+            name: self.__dict__.get(name) for name in self._tracked_field_names()
+        }
+
+    def _tracked_field_names(self) -> tuple[str, ...]:
+        return self.lease_guarded_fields
+
+    def changed_fields(self) -> set[str]:
+        """Tracked fields whose value differs from what was loaded."""
+        loaded = getattr(self, "_loaded_values", None)
+        if loaded is None:
+            return set()
+        return {
+            name
+            for name, value in loaded.items()
+            if name in self.__dict__ and self.__dict__[name] != value
+        }
+
+    def refresh_from_db(self, using=None, fields=None, **kwargs: Any) -> None:
+        super().refresh_from_db(using=using, fields=fields, **kwargs)
+        if fields is None or not hasattr(self, "_loaded_values"):
+            self._remember_loaded_state()
+            return
+        # A partial refresh must not make unsaved changes of other fields look saved.
+        for name in fields:
+            if name in self._loaded_values:
+                self._loaded_values[name] = self.__dict__.get(name)
+
+    # -- saving ----------------------------------------------------------------
+
+    @property
+    def held_lease(self) -> str | None:
+        """The lease holder this in-memory object acquired, if it still holds it."""
+        return getattr(self, "_held_lease", None)
+
+    def save(self, *args: Any, release_lease: bool = False, **kwargs: Any) -> None:
+        if self._state.adding:
+            super().save(*args, **kwargs)
+            self._remember_loaded_state()
+            return
+        changed_guarded = self.changed_fields() & set(self.lease_guarded_fields)
+        if changed_guarded and not self.held_lease:
+            raise LeaseRequired(
+                f"changing {', '.join(sorted(changed_guarded))} of "
+                f"{self._meta.verbose_name} {self} requires holding its lease"
+            )
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None:
+            extra = {"version", "updated_at"}
+            if release_lease:
+                extra |= {"lease_holder", "lease_expires_at"}
+            kwargs["update_fields"] = set(update_fields) | extra
+        self._expected_version = self.version
+        self._releasing = release_lease
+        previous = (self.version, self.lease_holder, self.lease_expires_at)
+        self.version += 1
+        if release_lease:
+            self.lease_holder = None
+            self.lease_expires_at = None
+        try:
+            super().save(*args, **kwargs)
+        except BaseException:
+            self.version, self.lease_holder, self.lease_expires_at = previous
+            raise
+        finally:
+            del self._expected_version
+            self._releasing = False
+        if release_lease:
+            self._held_lease = None
+        self._remember_loaded_state()
+
+    def _do_update(self, base_qs, using, pk_val, values, update_fields, forced_update):
+        expected = getattr(self, "_expected_version", None)
+        if expected is None:
+            return super()._do_update(
+                base_qs, using, pk_val, values, update_fields, forced_update
+            )
+        now = timezone.now()
+        allowed = lease_is_free(now)
+        if self.held_lease:
+            allowed |= Q(lease_holder=self.held_lease)
+        filtered = base_qs.filter(pk=pk_val, version=expected).filter(allowed)
+        if filtered._update(values) > 0:
+            return True
+        self._raise_write_refused(expected, now)
+        return False  # unreachable; keeps the contract visible
+
+    def _raise_write_refused(self, expected: int, now: datetime) -> None:
+        current = (
+            type(self)
+            ._base_manager.filter(pk=self.pk)
+            .values("version", "lease_holder", "lease_expires_at")
+            .first()
+        )
+        if current is None or current["version"] != expected:
+            raise VersionConflict(self, expected)
+        raise LeaseUnavailable(
+            self, current["lease_holder"], current["lease_expires_at"]
+        )
+
+    # -- leases ----------------------------------------------------------------
+
+    @property
+    def lease_is_active(self) -> bool:
+        """Whether the lease as last read is held and unexpired."""
+        return bool(
+            self.lease_holder
+            and self.lease_expires_at
+            and self.lease_expires_at > timezone.now()
+        )
+
+    def _lease_update(self, condition: Q, **values: Any) -> bool:
+        """One conditional UPDATE that also bumps the version; True if it applied."""
+        values["updated_at"] = timezone.now()
+        count = (
+            VersionedQuerySet(type(self))
+            .filter(pk=self.pk, version=self.version)
+            .filter(condition)
+            ._update_with_version(**values)
+        )
+        if count:
+            self.version += 1
+            for name, value in values.items():
+                setattr(self, name, value)
+        return bool(count)
+
+    def acquire_lease(
+        self,
+        holder: str,
+        *,
+        attempts: int | None = None,
+        backoff_seconds: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Take the lease for `holder` for CODEX_LEASE_SECONDS.
+
+        A version that moved on is re-read and tried again at once; a lease held by
+        someone else is waited for `backoff_seconds` between `attempts` (spec: 3
+        attempts, 5 s). Raises LeaseUnavailable when it never frees up.
+        """
+        attempts = attempts or settings.CODEX_LEASE_RETRY_ATTEMPTS
+        if backoff_seconds is None:
+            backoff_seconds = settings.CODEX_LEASE_RETRY_BACKOFF_SECONDS
+        held_attempts = 0
+        rereads = 0
+        while True:
+            now = timezone.now()
+            took_over = (
+                self.lease_holder not in (None, holder) and not self.lease_is_active
+            )
+            previous_holder = self.lease_holder
+            applied = self._lease_update(
+                lease_is_free(now) | Q(lease_holder=holder),
+                lease_holder=holder,
+                lease_expires_at=now + timedelta(seconds=settings.CODEX_LEASE_SECONDS),
+            )
+            if applied:
+                self._held_lease = holder
+                if took_over:
+                    self.on_lease_taken_over(previous_holder, holder)
+                return
+            self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
+            if self.lease_is_active and self.lease_holder != holder:
+                held_attempts += 1
+                if held_attempts >= attempts:
+                    raise LeaseUnavailable(
+                        self, self.lease_holder, self.lease_expires_at
+                    )
+                sleep(backoff_seconds)
+            else:
+                rereads += 1
+                if rereads > 20:  # the row is being rewritten continuously
+                    raise LeaseUnavailable(
+                        self, self.lease_holder, self.lease_expires_at
+                    )
+
+    def renew_lease(self) -> None:
+        """Extend the held lease by CODEX_LEASE_SECONDS from now."""
+        holder = self.held_lease
+        if not holder:
+            raise LeaseRequired(f"{self} has no lease to renew")
+        expires = timezone.now() + timedelta(seconds=settings.CODEX_LEASE_SECONDS)
+        if not self._lease_update(Q(lease_holder=holder), lease_expires_at=expires):
+            self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
+            if self.lease_holder != holder:
+                self._held_lease = None
+                raise LeaseUnavailable(self, self.lease_holder, self.lease_expires_at)
+            if not self._lease_update(Q(lease_holder=holder), lease_expires_at=expires):
+                raise VersionConflict(self, self.version)
+
+    def release_lease(self) -> bool:
+        """Give the lease back; False when it had been lost (expired and taken)."""
+        holder = self.held_lease
+        if not holder:
+            return False
+        self._held_lease = None
+        if self._lease_update(
+            Q(lease_holder=holder), lease_holder=None, lease_expires_at=None
+        ):
+            return True
+        self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
+        if self.lease_holder != holder:
+            return False
+        return self._lease_update(
+            Q(lease_holder=holder), lease_holder=None, lease_expires_at=None
+        )
+
+    def break_lease(self, *, by: str, reason: str = "") -> str | None:
+        """Operator or recovery action: drop whoever holds the lease.
+
+        Returns the holder that was removed (None when nobody held it).
+        """
+        with transaction.atomic():
+            locked = (
+                (type(self)._base_manager.select_for_update().filter(pk=self.pk))
+                .values("lease_holder", "version")
+                .first()
+            )
+            if locked is None:
+                raise VersionConflict(self, self.version)
+            self.version = locked["version"]
+            previous = locked["lease_holder"]
+            self._lease_update(Q(), lease_holder=None, lease_expires_at=None)
+            self._held_lease = None
+            self.on_lease_broken(previous, by=by, reason=reason)
+        return previous
+
+    @contextmanager
+    def leased(
+        self, holder: str, **acquire_options: Any
+    ) -> Iterator[VersionedLeasedModel]:
+        """Hold the lease for the duration of the block; released on the way out."""
+        self.acquire_lease(holder, **acquire_options)
+        try:
+            yield self
+        finally:
+            if self.held_lease == holder:
+                self.release_lease()
+
+    # Hooks for subclasses that log to the event trail.
+    def on_lease_taken_over(self, previous_holder: str | None, holder: str) -> None:
+        """Called after an expired lease of another holder was taken over."""
+
+    def on_lease_broken(
+        self, previous_holder: str | None, *, by: str, reason: str
+    ) -> None:
+        """Called (inside the transaction) after an operator broke the lease."""
+
+
+class VersionedQuerySet(models.QuerySet):
+    """Refuses bulk updates of state fields, which would skip versions and leases."""
+
+    protected_update_fields: frozenset[str] = frozenset()
+
+    def update(self, **kwargs: Any) -> int:
+        refused = set(kwargs) & (self.protected_update_fields | {"version"})
+        if refused:
+            raise LeaseRequired(
+                f"bulk updates of {', '.join(sorted(refused))} bypass versions and "
+                "leases; load the rows and use their transitions"
+            )
+        return self._update_with_version(**kwargs)
+
+    def _update_with_version(self, **kwargs: Any) -> int:
+        kwargs.setdefault("updated_at", timezone.now())
+        return super().update(version=F("version") + 1, **kwargs)
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        refused = set(fields) & (self.protected_update_fields | {"version"})
+        if refused:
+            raise LeaseRequired(
+                f"bulk updates of {', '.join(sorted(refused))} bypass versions "
+                "and leases"
+            )
+        return super().bulk_update(objs, fields, batch_size)

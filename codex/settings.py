@@ -1,0 +1,242 @@
+"""Codex settings: one module, driven by environment variables.
+
+Every variable is read through the typed helpers of `codex.env`, which refuse bad
+values at start-up. README.md has the table of variables.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
+
+from codex.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("CODEX_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+TESTING = "pytest" in sys.modules or env_bool("CODEX_TESTING", False)
+
+_secret_key = env_str("SECRET_KEY", "")
+if not _secret_key and env_bool("CODEX_REQUIRE_SECRET_KEY", False):
+    raise ImproperlyConfigured("SECRET_KEY must be set (CODEX_REQUIRE_SECRET_KEY=1)")
+if not _secret_key:
+    if not (DEBUG or TESTING):
+        # A random key per process would log everyone out on every restart and
+        # break signed values between web and worker; make production say it.
+        _dev_key_file = VAR_DIR / "secret_key"
+        if _dev_key_file.exists():
+            _secret_key = _dev_key_file.read_text().strip()
+        else:
+            VAR_DIR.mkdir(parents=True, exist_ok=True)
+            _secret_key = get_random_secret_key()
+            _dev_key_file.write_text(_secret_key)
+            _dev_key_file.chmod(0o600)
+    else:
+        _secret_key = "codex-insecure-development-key-" + "x" * 20
+SECRET_KEY = _secret_key
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_fsm",
+    "django_q",
+    "codex.core",
+    "codex.accounts",
+    "codex.repositories",
+    "codex.events",
+    "codex.tasks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "codex.urls"
+WSGI_APPLICATION = "codex.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database --------------------------------------------------------------
+_default_sqlite = f"sqlite:///{VAR_DIR / 'codex.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL", "") or _default_sqlite
+try:
+    _database = dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=env_int("CODEX_DB_CONN_MAX_AGE", 60, minimum=0),
+        conn_health_checks=True,
+    )
+except Exception as exc:  # dj-database-url raises several types
+    raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    Path(_database["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # Web and worker share the file: wait for the other's write instead of failing.
+    _database.setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    )
+    _database["CONN_MAX_AGE"] = 0
+elif _database["ENGINE"] not in ("django.db.backends.postgresql",):
+    raise ImproperlyConfigured(
+        "DATABASE_URL must be postgres://... or sqlite:///...; "
+        f"got engine {_database['ENGINE']}"
+    )
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+IS_POSTGRESQL = _database["ENGINE"] == "django.db.backends.postgresql"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {
+        "NAME": "django.contrib.auth.password_validation."
+        "UserAttributeSimilarityValidator"
+    },
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("CODEX_STATIC_ROOT", str(VAR_DIR / "static")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG or TESTING
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# --- Caches ------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# --- REST API --------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "codex.accounts.authentication.HashedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "codex.core.api.NewestFirstCursorPagination",
+    "PAGE_SIZE": env_int("CODEX_API_PAGE_SIZE", 50, minimum=1, maximum=500),
+    "EXCEPTION_HANDLER": "codex.core.api.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Workers (django-q2) ---------------------------------------------------
+# timeout < retry, or a slow step is handed to a second worker while the first
+# still runs it; max_attempts is finite so a poisoned job stops being retried.
+Q_TIMEOUT = env_int("CODEX_JOB_TIMEOUT", 900, minimum=10)
+Q_RETRY = env_int("CODEX_JOB_RETRY", Q_TIMEOUT + 300, minimum=11)
+if Q_RETRY <= Q_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"CODEX_JOB_RETRY ({Q_RETRY}) must be greater than CODEX_JOB_TIMEOUT "
+        f"({Q_TIMEOUT}), or a slow job runs twice at once"
+    )
+Q_CLUSTER = {
+    "name": "codex",
+    "workers": env_int("CODEX_WORKERS", 2, minimum=1, maximum=64),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
+    "max_attempts": env_int("CODEX_JOB_MAX_ATTEMPTS", 3, minimum=1, maximum=20),
+    "recycle": env_int("CODEX_WORKER_RECYCLE", 200, minimum=1),
+    "max_rss": env_int("CODEX_WORKER_MAX_RSS_KB", 512_000, minimum=50_000),
+    "ack_failures": True,
+    "save_limit": 1000,
+    "catch_up": False,
+    "label": "Worker queue",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+# Tests (and the demo) may run jobs inline instead of through the broker.
+CODEX_RUN_JOBS_INLINE = env_bool("CODEX_RUN_JOBS_INLINE", False)
+
+# --- Codex ---------------------------------------------------------------
+CODEX_LEASE_SECONDS = env_int("CODEX_LEASE_SECONDS", 60, minimum=5)
+CODEX_LEASE_RETRY_ATTEMPTS = env_int("CODEX_LEASE_RETRY_ATTEMPTS", 3, minimum=1)
+CODEX_LEASE_RETRY_BACKOFF_SECONDS = env_int(
+    "CODEX_LEASE_RETRY_BACKOFF_SECONDS", 5, minimum=0
+)
+CODEX_VERIFICATION_MAX_CYCLES = env_int("CODEX_VERIFICATION_MAX_CYCLES", 3, minimum=0)
+CODEX_REVIEW_MAX_CYCLES = env_int("CODEX_REVIEW_MAX_CYCLES", 2, minimum=0)
+CODEX_MAX_RETRIES = env_int("CODEX_MAX_RETRIES", 5, minimum=0)
+CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY = env_bool(
+    "CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY", False
+)
+CODEX_PHASE_RUNNER = env_str(
+    "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
+)
+
+# --- Security ----------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if env_bool("CODEX_BEHIND_TLS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("CODEX_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_SSL_REDIRECT = env_bool("CODEX_SSL_REDIRECT", True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("CODEX_LOG_LEVEL", "INFO")},
+    "loggers": {"django_q": {"level": env_str("CODEX_Q_LOG_LEVEL", "INFO")}},
+}

@@ -1,0 +1,324 @@
+"""The operator console for tasks."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django_fsm import TransitionNotAllowed
+from django_fsm.admin import FSMAdminMixin
+
+from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.events.models import Event
+from codex.tasks.models import (
+    Artifact,
+    Escalation,
+    ReviewReport,
+    Task,
+    VerificationReport,
+)
+
+
+def operator(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class EventInline(ReadOnlyInline):
+    model = Event
+    fields = ["created_at", "kind", "field", "source", "target", "actor", "reason"]
+    readonly_fields = fields
+    ordering = ["created_at", "id"]
+    verbose_name_plural = "History (event log)"
+
+
+class EscalationInline(ReadOnlyInline):
+    model = Escalation
+    fields = [
+        "created_at",
+        "phase",
+        "reason",
+        "detail",
+        "questions",
+        "resolved_at",
+        "resolved_by_label",
+        "decision",
+        "resolution",
+        "consumed_at",
+    ]
+    readonly_fields = fields
+    show_change_link = True
+
+
+class ArtifactInline(ReadOnlyInline):
+    model = Artifact
+    fields = ["name", "created_at", "sha256"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+class VerificationReportInline(ReadOnlyInline):
+    model = VerificationReport
+    fields = [
+        "cycle",
+        "created_at",
+        "recommendation",
+        "tests_passed",
+        "tests_failed",
+        "tests_total",
+    ]
+    readonly_fields = fields
+    show_change_link = True
+
+
+class ReviewReportInline(ReadOnlyInline):
+    model = ReviewReport
+    fields = ["cycle", "created_at", "assessment", "pr_url"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+@admin.register(Task)
+class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
+    fsm_fields = ["status", "phase"]
+    list_display = [
+        "task_id",
+        "title",
+        "repository",
+        "priority",
+        "status",
+        "phase",
+        "current_agent",
+        "created_by",
+        "created_at",
+        "lease_holder",
+    ]
+    list_filter = ["status", "phase", "priority", "created_by"]
+    list_select_related = ["repository"]
+    search_fields = ["task_id", "title"]
+    show_full_result_count = False
+    date_hierarchy = "created_at"
+    actions = ["force_break_lease"]
+    inlines = [
+        EscalationInline,
+        VerificationReportInline,
+        ReviewReportInline,
+        ArtifactInline,
+        EventInline,
+    ]
+    readonly_fields = [
+        "task_id",
+        "created_at",
+        "created_by",
+        "repository",
+        "title",
+        "description",
+        "priority",
+        "acceptance_criteria",
+        "status",
+        "phase",
+        "current_agent",
+        "phase_entered_at",
+        "phase_progress",
+        "needs_clarification",
+        "current_task",
+        "total_tasks",
+        "branch",
+        "pr_url",
+        "commits",
+        "ci_passing",
+        "pr_merged",
+        "verification_cycles",
+        "verification_max_cycles",
+        "review_cycles",
+        "review_max_cycles",
+        "feedback_history",
+        "errors",
+        "retry_count",
+        "blocked_reason",
+        "blocked_until",
+        "finished_at",
+        "version",
+        "lease_holder",
+        "lease_expires_at",
+        "updated_at",
+    ]
+    fieldsets = [
+        (
+            "Request (immutable)",
+            {
+                "fields": [
+                    "task_id",
+                    "repository",
+                    "created_by",
+                    "created_at",
+                    "title",
+                    "description",
+                    "priority",
+                    "acceptance_criteria",
+                ]
+            },
+        ),
+        (
+            "State",
+            {
+                "fields": [
+                    "status",
+                    "phase",
+                    "current_agent",
+                    "phase_entered_at",
+                    "blocked_reason",
+                    "blocked_until",
+                    "retry_count",
+                    "finished_at",
+                ]
+            },
+        ),
+        (
+            "Progress",
+            {
+                "fields": [
+                    "phase_progress",
+                    "needs_clarification",
+                    "current_task",
+                    "total_tasks",
+                    "branch",
+                    "pr_url",
+                    "commits",
+                    "ci_passing",
+                    "pr_merged",
+                ]
+            },
+        ),
+        (
+            "Feedback loops",
+            {
+                "fields": [
+                    "verification_cycles",
+                    "verification_max_cycles",
+                    "review_cycles",
+                    "review_max_cycles",
+                    "feedback_history",
+                ]
+            },
+        ),
+        ("Errors", {"fields": ["errors"], "classes": ["collapse"]}),
+        (
+            "Concurrency",
+            {"fields": ["version", "lease_holder", "lease_expires_at", "updated_at"]},
+        ),
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tasks come from intake (form, API, GitHub), not a blank form
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # the event log refers to tasks; cancel instead
+
+    def _apply_fsm_transition(
+        self, *, obj: Task, transition_name: str, request, kwargs=None
+    ) -> bool:
+        """Operator transitions run like every other: under the lease, logged."""
+        try:
+            obj.perform(transition_name, by=operator(request), **(kwargs or {}))
+        except TransitionNotAllowed:
+            self.message_user(
+                request, f"{transition_name!r} is not allowed now.", messages.ERROR
+            )
+            return False
+        except (LeaseUnavailable, VersionConflict) as exc:
+            self.message_user(
+                request, f"{transition_name!r} did not happen: {exc}.", messages.ERROR
+            )
+            return False
+        self.message_user(
+            request, f"{obj}: {transition_name} done; status is now {obj.status}."
+        )
+        return True
+
+    @admin.action(description="Force-break the lease (recorded)")
+    def force_break_lease(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        broken = 0
+        for task in queryset.filter(lease_holder__isnull=False):
+            if task.break_lease(
+                by=operator(request), reason="force-broken by an operator"
+            ):
+                broken += 1
+        self.message_user(request, f"Broke {broken} lease(s).")
+
+
+@admin.register(Escalation)
+class EscalationAdmin(admin.ModelAdmin):
+    list_display = ["task", "phase", "reason", "created_at", "resolved_at", "decision"]
+    list_filter = [
+        "reason",
+        "phase",
+        ("resolved_at", admin.EmptyFieldListFilter),
+        "decision",
+    ]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id", "detail"]
+    readonly_fields = [
+        "task",
+        "phase",
+        "reason",
+        "detail",
+        "questions",
+        "created_at",
+        "resolved_at",
+        "resolved_by",
+        "resolved_by_label",
+        "resolution",
+        "answers",
+        "decision",
+        "consumed_at",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(Artifact)
+class ArtifactAdmin(admin.ModelAdmin):
+    list_display = ["task", "name", "created_at", "sha256"]
+    list_filter = ["name"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id", "name"]
+    readonly_fields = ["task", "name", "sha256", "content", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(VerificationReport)
+class VerificationReportAdmin(admin.ModelAdmin):
+    list_display = [
+        "task",
+        "cycle",
+        "recommendation",
+        "tests_passed",
+        "tests_failed",
+        "created_at",
+    ]
+    list_filter = ["recommendation"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id"]
+
+
+@admin.register(ReviewReport)
+class ReviewReportAdmin(admin.ModelAdmin):
+    list_display = ["task", "cycle", "assessment", "created_at"]
+    list_filter = ["assessment"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id"]

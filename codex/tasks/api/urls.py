@@ -1,0 +1,16 @@
+from django.urls import path
+
+from codex.tasks.api import views
+
+urlpatterns = [
+    path("tasks/", views.TaskListCreate.as_view(), name="task-list"),
+    path("tasks/<str:task_id>/", views.TaskDetail.as_view(), name="task-detail"),
+    *[
+        path(
+            f"tasks/<str:task_id>/{action}/",
+            views.TaskControl.as_view(action_name=action),
+            name=f"task-{action}",
+        )
+        for action in ("pause", "resume", "cancel")
+    ],
+]

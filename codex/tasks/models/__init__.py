@@ -1,0 +1,47 @@
+"""The task envelope and what hangs off it."""
+
+from codex.tasks.models.artifact import Artifact
+from codex.tasks.models.choices import (
+    TERMINAL_STATUSES,
+    Agent,
+    CreatedBy,
+    Phase,
+    PhaseStatus,
+    Priority,
+    Status,
+)
+from codex.tasks.models.escalation import (
+    AlreadyResolved,
+    Decision,
+    Escalation,
+    EscalationReason,
+)
+from codex.tasks.models.reports import Recommendation, ReviewReport, VerificationReport
+from codex.tasks.models.task import (
+    IdempotencyMismatch,
+    ImmutableFieldError,
+    Task,
+    new_task_id,
+)
+
+__all__ = [
+    "TERMINAL_STATUSES",
+    "Agent",
+    "AlreadyResolved",
+    "Artifact",
+    "CreatedBy",
+    "Decision",
+    "Escalation",
+    "EscalationReason",
+    "IdempotencyMismatch",
+    "ImmutableFieldError",
+    "Phase",
+    "PhaseStatus",
+    "Priority",
+    "Recommendation",
+    "ReviewReport",
+    "Status",
+    "Task",
+    "VerificationReport",
+    "new_task_id",
+]

@@ -1,0 +1,72 @@
+"""Artifacts: the documents agents leave behind (spec 002 §4, §5)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+
+# Spec 002 §5.1: which container each document lives in.
+CONTAINERS = {
+    "spec.md": "agent-spec",
+    "plan.md": "agent-spec",
+    "tasks.md": "agent-spec",
+    "research.md": "agent-spec",
+    "release-notes.md": "agent-release",
+}
+
+
+class Artifact(models.Model):
+    """One version of a task's document, content-addressed by SHA-256.
+
+    Storing the same content twice returns the existing row (spec 002 §3.5:
+    "same content = same result"); a changed document is a new version, and the
+    latest one by `created_at` is current. `path` is the spec's storage name.
+    """
+
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="artifacts"
+    )
+    name = models.CharField(max_length=100)
+    sha256 = models.CharField(max_length=64)
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["task", "name", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "name", "sha256"], name="artifact_content_addressed"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["task", "name", "-created_at"], name="artifact_latest")
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def container(self) -> str:
+        return CONTAINERS.get(self.name, "agent-spec")
+
+    @property
+    def path(self) -> str:
+        """The spec's storage name: {container}/{task_id}/{name}."""
+        return f"{self.container}/{self.task.task_id}/{self.name}"
+
+    @classmethod
+    def store(cls, task, name: str, content: str) -> Artifact:
+        """Save `content` as `name` of `task`; idempotent for identical content."""
+        digest = hashlib.sha256(content.encode()).hexdigest()
+        existing = cls.objects.filter(task=task, name=name, sha256=digest).first()
+        if existing is not None:
+            return existing
+        try:
+            with transaction.atomic():
+                return cls.objects.create(
+                    task=task, name=name, sha256=digest, content=content
+                )
+        except IntegrityError:  # stored concurrently by a redelivered job
+            return cls.objects.get(task=task, name=name, sha256=digest)

@@ -1,0 +1,152 @@
+"""Escalations: the questions a task puts to a person, and their one answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class EscalationReason(models.TextChoices):
+    NEEDS_CLARIFICATION = "needs_clarification", "Needs clarification"
+    VERIFICATION_LIMIT = "verification_max_cycles", "Verification cycles exhausted"
+    REVIEW_LIMIT = "review_max_cycles", "Review cycles exhausted"
+    RETRY_LIMIT = "retry_limit", "Retry limit exceeded"
+    SECURITY = "security", "Security issue"
+    MANUAL_REVIEW = "manual_review", "Manual review"
+
+
+class Decision(models.TextChoices):
+    RESUME = "resume", "Resume the task"
+    FAIL = "fail", "Fail the task"
+    CANCEL = "cancel", "Cancel the task"
+
+
+class AlreadyResolved(Exception):
+    """The escalation was resolved before (spec 002 §3.4: not idempotent)."""
+
+    code = "already_resolved"
+
+    def __init__(self, escalation: Escalation) -> None:
+        self.escalation = escalation
+        super().__init__(
+            f"escalation {escalation.pk} of task {escalation.task_id} was already "
+            f"resolved at {escalation.resolved_at:%Y-%m-%d %H:%M:%S} UTC"
+            if escalation.resolved_at
+            else f"escalation {escalation.pk} was already resolved"
+        )
+
+
+class EscalationQuerySet(models.QuerySet):
+    def open(self) -> EscalationQuerySet:
+        return self.filter(resolved_at__isnull=True)
+
+    def resolved_unconsumed(self) -> EscalationQuerySet:
+        return self.filter(resolved_at__isnull=False, consumed_at__isnull=True)
+
+    def close_open(self, *, by: str, reason: str) -> int:
+        """Close every open escalation (the task ended some other way)."""
+        now = timezone.now()
+        return self.open().update(
+            resolved_at=now,
+            consumed_at=now,
+            resolution=reason,
+            decision=Decision.CANCEL,
+            resolved_by_label=by,
+        )
+
+
+class Escalation(models.Model):
+    """A task's request for a human decision (spec 002 §2.1 escalations, 003).
+
+    Created when the task's status becomes `escalated`; resolved once by a person
+    (answers to the questions, a resolution text and a decision: resume, fail or
+    cancel). The resolution is consumed by the task's transition exactly once; a
+    second resolution is refused (AlreadyResolved). At most one escalation per
+    task is open at a time.
+    """
+
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="escalations"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    phase = models.CharField(max_length=20)
+    reason = models.CharField(max_length=40, choices=EscalationReason.choices)
+    detail = models.TextField(blank=True)
+    questions = models.JSONField(default=list, blank=True)
+
+    resolved_at = models.DateTimeField(null=True, blank=True, editable=False)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+    resolved_by_label = models.CharField(max_length=200, blank=True, editable=False)
+    resolution = models.TextField(blank=True, editable=False)
+    answers = models.JSONField(default=list, blank=True, editable=False)
+    decision = models.CharField(
+        max_length=10, choices=Decision.choices, blank=True, editable=False
+    )
+    consumed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = EscalationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task"],
+                condition=models.Q(resolved_at__isnull=True),
+                name="escalation_one_open_per_task",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(resolved_at__isnull=True),
+                name="escalation_open",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.get_reason_display()}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+    def record_resolution(
+        self,
+        *,
+        decision: str,
+        by: str,
+        resolution: str = "",
+        answers: list[Any] | None = None,
+        user=None,
+    ) -> None:
+        """Write the person's answer, once. Raises AlreadyResolved on a second call,
+        even from another process: the UPDATE only matches an open escalation."""
+        if decision not in Decision.values:
+            raise ValueError(f"decision must be one of {', '.join(Decision.values)}")
+        now = timezone.now()
+        values = {
+            "resolved_at": now,
+            "resolved_by": user,
+            "resolved_by_label": by,
+            "resolution": resolution,
+            "answers": list(answers or []),
+            "decision": decision,
+        }
+        updated = Escalation.objects.filter(
+            pk=self.pk, resolved_at__isnull=True
+        ).update(**values)
+        if not updated:
+            self.refresh_from_db()
+            raise AlreadyResolved(self)
+        for name, value in values.items():
+            setattr(self, name, value)

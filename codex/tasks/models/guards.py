@@ -1,0 +1,165 @@
+"""The guards of spec 002 §3.4 as named predicates over a task.
+
+django-fsm calls each with the task; a transition happens only when all of its
+guards are true. Guards that read reports or artifacts query the database.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.utils import timezone
+
+if TYPE_CHECKING:
+    from codex.tasks.models.task import Task
+
+
+def default_verification_max_cycles() -> int:
+    return settings.CODEX_VERIFICATION_MAX_CYCLES
+
+
+def default_review_max_cycles() -> int:
+    return settings.CODEX_REVIEW_MAX_CYCLES
+
+
+def empty_feedback_history() -> dict[str, list]:
+    return {"verification": [], "review": []}
+
+
+# -- status guards --------------------------------------------------------------
+
+
+def phase_is_intake(task: Task) -> bool:
+    """pending → in_progress requires phase = intake."""
+    return task.phase == "intake"
+
+
+def lease_available(task: Task) -> bool:
+    """No one but the caller holds an unexpired lease."""
+    return not task.lease_is_active or task.lease_holder == task.held_lease
+
+
+def retries_remain(task: Task) -> bool:
+    """in_progress → blocked: retries < max (CODEX_MAX_RETRIES)."""
+    return task.retry_count < settings.CODEX_MAX_RETRIES
+
+
+def backoff_elapsed(task: Task) -> bool:
+    """blocked → in_progress: the retry backoff has elapsed."""
+    return task.blocked_until is None or task.blocked_until <= timezone.now()
+
+
+def escalation_resolved_for_resume(task: Task) -> bool:
+    """escalated → in_progress: a resolution was provided and not yet consumed."""
+    return task.open_escalation_for_resume is not None
+
+
+def phase_is_release(task: Task) -> bool:
+    """in_progress → completed requires phase = release."""
+    return task.phase == "release"
+
+
+def pull_request_merged(task: Task) -> bool:
+    """in_progress → completed requires the pull request merged."""
+    return task.pr_merged
+
+
+# -- phase guards ---------------------------------------------------------------
+
+
+def is_in_progress(task: Task) -> bool:
+    """Phases move only while the task is being worked on."""
+    return task.status == "in_progress"
+
+
+def spec_exists(task: Task) -> bool:
+    """intake → planning: spec.md exists."""
+    return task.artifacts.filter(name="spec.md").exists()
+
+
+def clarification_not_needed(task: Task) -> bool:
+    """intake → planning: needs_clarification = false."""
+    return not task.needs_clarification
+
+
+def plan_and_tasks_exist(task: Task) -> bool:
+    """planning → implementation: plan.md and tasks.md exist."""
+    names = set(
+        task.artifacts.filter(name__in=["plan.md", "tasks.md"]).values_list(
+            "name", flat=True
+        )
+    )
+    return names == {"plan.md", "tasks.md"}
+
+
+def has_tasks(task: Task) -> bool:
+    """planning → implementation: task_count > 0."""
+    return task.total_tasks > 0
+
+
+def all_tasks_done(task: Task) -> bool:
+    """implementation → verification: current_task = total_tasks."""
+    return task.total_tasks > 0 and task.current_task == task.total_tasks
+
+
+def pull_request_exists(task: Task) -> bool:
+    """implementation → verification: a pull request exists."""
+    return bool(task.pr_url)
+
+
+def ci_is_passing(task: Task) -> bool:
+    """implementation → verification: CI passing."""
+    return task.ci_passing is True
+
+
+def _latest_verification_recommendation(task: Task) -> str | None:
+    report = task.latest_verification_report()
+    if report is None or report.cycle != task.verification_cycles + 1:
+        return None  # no report for the current cycle yet
+    return report.recommendation
+
+
+def verification_approved(task: Task) -> bool:
+    """verification → review: recommendation = "approve"."""
+    return _latest_verification_recommendation(task) == "approve"
+
+
+def verification_requested_changes(task: Task) -> bool:
+    """verification → implementation: recommendation = "request_changes"."""
+    return _latest_verification_recommendation(task) == "request_changes"
+
+
+def verification_cycles_remain(task: Task) -> bool:
+    """verification → implementation: cycle_count < max_cycles (3)."""
+    return task.verification_cycles < task.verification_max_cycles
+
+
+def _latest_review(task: Task):
+    report = task.latest_review_report()
+    if report is None or report.cycle != task.review_cycles + 1:
+        return None
+    return report
+
+
+def review_approved(task: Task) -> bool:
+    """review → release: assessment = "approve"."""
+    report = _latest_review(task)
+    return report is not None and report.assessment == "approve"
+
+
+def no_blocking_comments(task: Task) -> bool:
+    """review → release: no blocking comments."""
+    report = _latest_review(task)
+    return report is not None and report.blocking_count == 0
+
+
+def review_requested_changes(task: Task) -> bool:
+    """review → implementation: assessment = "request_changes"."""
+    report = _latest_review(task)
+    return report is not None and report.assessment == "request_changes"
+
+
+def review_cycles_remain(task: Task) -> bool:
+    """review → implementation: cycle_count < max_cycles (2)."""
+    return task.review_cycles < task.review_max_cycles

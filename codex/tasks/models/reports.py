@@ -1,0 +1,103 @@
+"""Verification and review reports, one per cycle (spec 002 §4.4, §4.5)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class Recommendation(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REQUEST_CHANGES = "request_changes", "Request changes"
+
+
+class VerificationReport(models.Model):
+    """QA's verdict on one cycle (spec 002 §4.4).
+
+    Stored as agent-verification/{task}/report-{n}.yml in the spec's layout.
+
+    `failures`: [{name, error, file, line}]; `acceptance_criteria`: [{criterion,
+    status (passed|failed|blocked), evidence, issue_ref}]; `feedback`: {priority,
+    summary, items: [{severity, description, file, line, suggestion}]}.
+    """
+
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="verification_reports"
+    )
+    cycle = models.PositiveSmallIntegerField()
+    pr_url = models.URLField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    tests_passed = models.PositiveIntegerField(default=0)
+    tests_failed = models.PositiveIntegerField(default=0)
+    tests_skipped = models.PositiveIntegerField(default=0)
+    tests_total = models.PositiveIntegerField(default=0)
+    failures = models.JSONField(default=list, blank=True)
+    acceptance_criteria = models.JSONField(default=list, blank=True)
+    recommendation = models.CharField(max_length=20, choices=Recommendation.choices)
+    feedback = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["task", "cycle"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "cycle"], name="verification_report_per_cycle"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cycle__gte=1), name="verification_cycle_from_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.task_id} verification report-{self.cycle}"
+
+    @property
+    def path(self) -> str:
+        return f"agent-verification/{self.task.task_id}/report-{self.cycle}.yml"
+
+
+class ReviewReport(models.Model):
+    """The reviewer's verdict on one cycle (spec 002 §4.5).
+
+    Stored as agent-review/{task}/report-{n}.yml in the spec's layout.
+
+    `comments`: [{id, severity (blocking|suggestion), file, line, issue,
+    suggestion, category}]; `security`: {vulnerabilities_found, items: [{type,
+    description, severity, file, line}]}; `feedback`: {blocking_count,
+    suggestion_count, priority_order, message}.
+    """
+
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="review_reports"
+    )
+    cycle = models.PositiveSmallIntegerField()
+    pr_url = models.URLField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    assessment = models.CharField(max_length=20, choices=Recommendation.choices)
+    comments = models.JSONField(default=list, blank=True)
+    security = models.JSONField(default=dict, blank=True)
+    feedback = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["task", "cycle"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "cycle"], name="review_report_per_cycle"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cycle__gte=1), name="review_cycle_from_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.task_id} review report-{self.cycle}"
+
+    @property
+    def path(self) -> str:
+        return f"agent-review/{self.task.task_id}/report-{self.cycle}.yml"
+
+    @property
+    def blocking_count(self) -> int:
+        """Blocking comments, counted from the comments themselves."""
+        return sum(
+            1 for comment in self.comments if comment.get("severity") == "blocking"
+        )

@@ -1,0 +1,781 @@
+"""The task envelope of spec 002 §2: identity, request, state, progress, loops."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import secrets
+import string
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator, RegexValidator
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+from django_fsm import FSMField, FSMModelMixin, TransitionNotAllowed, transition
+
+from codex.core.models import VersionedLeasedModel, VersionedQuerySet
+from codex.core.queue import enqueue_on_commit
+from codex.events.models import Event, EventKind
+from codex.tasks.models import guards
+from codex.tasks.models.choices import (
+    TERMINAL_STATUSES,
+    Agent,
+    CreatedBy,
+    Phase,
+    PhaseStatus,
+    Priority,
+    Status,
+)
+
+TASK_ID_PATTERN = r"^FEAT-\d{8}-[a-z0-9]{6}$"
+TASK_ID_ALPHABET = string.ascii_lowercase + string.digits
+TITLE_MAX_LENGTH = 200
+REQUEST_FIELDS = ("title", "description", "priority", "acceptance_criteria")
+# Identity is as immutable as the request.
+IMMUTABLE_FIELDS = (
+    "task_id",
+    "created_by",
+    "repository_id",
+    "created_at",
+    *REQUEST_FIELDS,
+)
+ERRORS_KEPT = 50
+ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+
+PHASE_AGENT = {
+    Phase.INTAKE: Agent.PM,
+    Phase.PLANNING: Agent.PLANNER,
+    Phase.IMPLEMENTATION: Agent.DEV,
+    Phase.VERIFICATION: Agent.QA,
+    Phase.REVIEW: Agent.REVIEWER,
+    Phase.RELEASE: Agent.RELEASE,
+}
+
+
+class ImmutableFieldError(ValidationError):
+    """Raised when code tries to change a task's request or identity."""
+
+
+class IdempotencyMismatch(Exception):
+    """The idempotency key was used before for a different request."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        super().__init__(
+            f"this Idempotency-Key was already used for task {task.task_id} "
+            "with a different request"
+        )
+
+
+def new_task_id(today: datetime | None = None) -> str:
+    """FEAT-{YYYYMMDD}-{random6}, as spec 002 §2.1 prescribes."""
+    day = (today or timezone.now()).strftime("%Y%m%d")
+    suffix = "".join(secrets.choice(TASK_ID_ALPHABET) for _ in range(6))
+    return f"FEAT-{day}-{suffix}"
+
+
+def request_fingerprint(request: dict[str, Any]) -> str:
+    """A stable hash of a creation request, to tell replays from key reuse."""
+    return hashlib.sha256(
+        json.dumps(request, sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+def initial_phase_progress() -> dict[str, dict[str, Any]]:
+    return {
+        phase: {"status": PhaseStatus.PENDING, "agent_invocations": 0}
+        for phase in Phase.values
+    }
+
+
+class TaskQuerySet(VersionedQuerySet):
+    protected_update_fields = frozenset({"status", "phase", *IMMUTABLE_FIELDS})
+
+    def active(self) -> TaskQuerySet:
+        return self.exclude(status__in=TERMINAL_STATUSES)
+
+    def create_from_request(
+        self,
+        *,
+        repository,
+        title: str,
+        description: str = "",
+        priority: str = Priority.MEDIUM,
+        acceptance_criteria: str = "",
+        created_by: str = CreatedBy.API,
+        actor: str = "",
+        idempotency_key: str | None = None,
+    ) -> tuple[Task, bool]:
+        """Create a task (and enqueue its first step), or return the one created
+        earlier with the same idempotency key. Returns (task, created).
+
+        Raises IdempotencyMismatch when the key was used for another request.
+        """
+        request = {
+            "repository": repository.url,
+            "title": title,
+            "description": description,
+            "priority": priority,
+            "acceptance_criteria": acceptance_criteria,
+        }
+        fingerprint = request_fingerprint(request)
+        if idempotency_key:
+            existing = self.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing.check_replay(fingerprint), False
+        task = self.model(
+            repository=repository,
+            title=title,
+            description=description,
+            priority=priority,
+            acceptance_criteria=acceptance_criteria,
+            created_by=created_by,
+            idempotency_key=idempotency_key or None,
+            request_fingerprint=fingerprint,
+        )
+        # Only the request is validated here: protected state fields refuse
+        # full_clean's re-assignment (see STACK.md).
+        task.clean_fields(
+            exclude=[
+                f.name
+                for f in self.model._meta.fields
+                if f.name not in (*REQUEST_FIELDS, "created_by")
+            ]
+        )
+        for _ in range(5):
+            task.task_id = new_task_id()
+            try:
+                with transaction.atomic():
+                    task.save()
+                    Event.objects.create(
+                        task=task,
+                        kind=EventKind.CREATED,
+                        target=task.status,
+                        actor=actor or f"intake:{created_by}",
+                        reason="task created",
+                        data={"idempotency_key": idempotency_key}
+                        if idempotency_key
+                        else {},
+                    )
+                    enqueue_on_commit(ADVANCE_JOB, task.task_id)
+                return task, True
+            except IntegrityError:
+                task.pk = None
+                task._state.adding = True
+                if idempotency_key:
+                    existing = self.filter(idempotency_key=idempotency_key).first()
+                    if (
+                        existing is not None
+                    ):  # a concurrent request with the same key won
+                        return existing.check_replay(fingerprint), False
+        raise IntegrityError("could not allocate a unique task id")
+
+
+class Task(FSMModelMixin, VersionedLeasedModel):
+    """The task envelope (spec 002 §2): one feature request's whole life.
+
+    The request (title, description, priority, acceptance criteria) and identity
+    never change after creation. `status` and `phase` change only through the
+    transitions below, while holding the lease; each is written to the event log.
+
+    Status (spec 002 §3.2, §3.4; every non-terminal state may also be cancelled)::
+
+        pending ──start──▶ in_progress ──complete──▶ completed
+                            │  ▲  ▲  ▲
+              block ◀───────┘  │  │  └── resolve ── escalated ◀── escalate
+              blocked ─unblock─┘  └── resume ── paused ◀── pause
+        fail: in_progress | blocked | escalated ──▶ failed
+        cancel: pending | in_progress | blocked | escalated | paused ──▶ cancelled
+
+    Phase (spec 002 §3.3; all only while in_progress)::
+
+        intake ─begin_planning─▶ planning ─begin_implementation─▶ implementation
+        implementation ─begin_verification─▶ verification ─begin_review─▶ review
+        verification ─return_from_verification─▶ implementation  (cycles < 3)
+        review ─begin_release─▶ release
+        review ─return_from_review─▶ implementation              (cycles < 2)
+
+    Escalation (intake needing clarification, verification past 3 cycles, review
+    past 2) changes the status to `escalated`; the phase stays where it was.
+    """
+
+    task_id = models.CharField(
+        max_length=22,
+        unique=True,
+        editable=False,
+        validators=[
+            RegexValidator(TASK_ID_PATTERN, "Not a task id (FEAT-YYYYMMDD-xxxxxx).")
+        ],
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    created_by = models.CharField(max_length=10, choices=CreatedBy.choices)
+    repository = models.ForeignKey(
+        "repositories.Repository", on_delete=models.PROTECT, related_name="tasks"
+    )
+    idempotency_key = models.CharField(
+        max_length=300, null=True, blank=True, unique=True, editable=False
+    )
+    request_fingerprint = models.CharField(max_length=64, editable=False)
+
+    # Request: immutable after creation.
+    title = models.CharField(
+        max_length=TITLE_MAX_LENGTH, validators=[MaxLengthValidator(TITLE_MAX_LENGTH)]
+    )
+    description = models.TextField(blank=True)
+    priority = models.CharField(
+        max_length=10, choices=Priority.choices, default=Priority.MEDIUM
+    )
+    acceptance_criteria = models.TextField(blank=True)
+
+    # Current state.
+    status = FSMField(
+        max_length=20, choices=Status.choices, default=Status.PENDING, protected=True
+    )
+    phase = FSMField(
+        max_length=20, choices=Phase.choices, default=Phase.INTAKE, protected=True
+    )
+    current_agent = models.CharField(
+        max_length=10, choices=Agent.choices, default=Agent.NONE
+    )
+    phase_entered_at = models.DateTimeField(default=timezone.now)
+    phase_progress = models.JSONField(default=initial_phase_progress)
+
+    # Intake and implementation progress (the phase guards read these).
+    needs_clarification = models.BooleanField(default=False)
+    current_task = models.PositiveIntegerField(default=0)
+    total_tasks = models.PositiveIntegerField(default=0)
+    branch = models.CharField(max_length=200, blank=True)
+    pr_url = models.URLField(max_length=300, blank=True)
+    commits = models.JSONField(default=list, blank=True)
+    ci_passing = models.BooleanField(null=True, blank=True)
+    pr_merged = models.BooleanField(default=False)
+
+    # Feedback loops (spec 002 §2.1 feedback_loops).
+    verification_cycles = models.PositiveSmallIntegerField(default=0)
+    verification_max_cycles = models.PositiveSmallIntegerField(
+        default=guards.default_verification_max_cycles
+    )
+    review_cycles = models.PositiveSmallIntegerField(default=0)
+    review_max_cycles = models.PositiveSmallIntegerField(
+        default=guards.default_review_max_cycles
+    )
+    feedback_history = models.JSONField(default=guards.empty_feedback_history)
+
+    # Errors and retries.
+    errors = models.JSONField(default=list, blank=True)
+    retry_count = models.PositiveSmallIntegerField(default=0)
+    blocked_reason = models.TextField(blank=True)
+    blocked_until = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TaskQuerySet.as_manager()
+
+    lease_guarded_fields = ("status", "phase")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "phase"], name="task_status_phase"),
+            models.Index(fields=["-created_at", "-id"], name="task_created"),
+            models.Index(fields=["repository", "status"], name="task_repo_status"),
+            models.Index(fields=["priority", "status"], name="task_priority_status"),
+            models.Index(fields=["status", "phase_entered_at"], name="task_stuck"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    verification_cycles__lte=models.F("verification_max_cycles")
+                ),
+                name="task_verification_cycles_within_max",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(review_cycles__lte=models.F("review_max_cycles")),
+                name="task_review_cycles_within_max",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(current_task__lte=models.F("total_tasks")),
+                name="task_current_task_within_total",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.task_id
+
+    # -- immutability ------------------------------------------------------------
+
+    def _tracked_field_names(self) -> tuple[str, ...]:
+        return (*self.lease_guarded_fields, *IMMUTABLE_FIELDS)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        changed = self.changed_fields() & set(IMMUTABLE_FIELDS)
+        if changed:
+            raise ImmutableFieldError(
+                f"the request and identity of task {self.task_id} cannot change "
+                f"after creation (tried: {', '.join(sorted(changed))})"
+            )
+        pending = getattr(self, "_pending_events", [])
+        after_save = getattr(self, "_after_save", [])
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if pending:
+                Event.objects.bulk_create(pending)
+            for callback in after_save:
+                callback()
+        self._pending_events = []
+        self._after_save = []
+
+    def check_replay(self, fingerprint: str) -> Task:
+        """Return self when `fingerprint` is the request that created it."""
+        if fingerprint != self.request_fingerprint:
+            raise IdempotencyMismatch(self)
+        return self
+
+    # -- events ----------------------------------------------------------------
+
+    def record(self, kind: str, *, by: str, reason: str = "", **fields: Any) -> None:
+        """Queue an event; it is written in the same transaction as the next save."""
+        if not hasattr(self, "_pending_events"):
+            self._pending_events = []
+        self._pending_events.append(
+            Event(task=self, kind=kind, actor=by, reason=reason, **fields)
+        )
+
+    def on_save(self, callback) -> None:
+        """Run `callback` inside the next save's transaction, after the update."""
+        if not hasattr(self, "_after_save"):
+            self._after_save = []
+        self._after_save.append(callback)
+
+    def on_lease_taken_over(self, previous_holder: str | None, holder: str) -> None:
+        Event.objects.create(
+            task=self,
+            kind=EventKind.LEASE,
+            actor=holder,
+            reason=f"took over the expired lease of {previous_holder}",
+            data={"previous_holder": previous_holder},
+        )
+
+    def on_lease_broken(
+        self, previous_holder: str | None, *, by: str, reason: str
+    ) -> None:
+        Event.objects.create(
+            task=self,
+            kind=EventKind.LEASE,
+            actor=by,
+            reason=reason or "lease force-broken",
+            data={"action": "force_break", "previous_holder": previous_holder},
+        )
+
+    # -- status transitions (spec 002 §3.2, §3.4) ------------------------------
+
+    @transition(
+        field=status,
+        source=Status.PENDING,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.phase_is_intake, guards.lease_available],
+        custom={"admin": False},
+    )
+    def start(
+        self, *, by: str, reason: str = "task processor picked up the task"
+    ) -> None:
+        """The task processor picks the task up."""
+        self._enter_phase(Phase.INTAKE)
+
+    @transition(
+        field=status,
+        source=Status.IN_PROGRESS,
+        target=Status.BLOCKED,
+        conditions=[guards.retries_remain],
+        custom={"admin": False},
+    )
+    def block(
+        self, *, by: str, reason: str, retry_after: timedelta | None = None
+    ) -> None:
+        """A transient failure: wait (until `retry_after` from now when given)."""
+        self.retry_count += 1
+        self.blocked_reason = reason
+        self.blocked_until = timezone.now() + retry_after if retry_after else None
+
+    @transition(
+        field=status,
+        source=Status.BLOCKED,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.lease_available, guards.backoff_elapsed],
+        custom={"label": "Unblock (retry now)"},
+    )
+    def unblock(self, *, by: str, reason: str = "blocker resolved") -> None:
+        """The blocker is gone: continue from the last checkpoint."""
+        self.blocked_reason = ""
+        self.blocked_until = None
+
+    @transition(
+        field=status,
+        source=Status.IN_PROGRESS,
+        target=Status.ESCALATED,
+        custom={"admin": False},
+    )
+    def escalate(
+        self,
+        *,
+        by: str,
+        reason: str,
+        questions: list[str] | None = None,
+        code: str = "manual_review",
+    ) -> None:
+        """Hand the task to a person; the phase stays where it is."""
+        from codex.tasks.models.escalation import Escalation
+
+        escalation = Escalation(
+            task=self,
+            phase=self.phase,
+            reason=code,
+            detail=reason,
+            questions=list(questions or []),
+        )
+        self.on_save(escalation.save)
+
+    @transition(
+        field=status,
+        source=Status.ESCALATED,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.escalation_resolved_for_resume],
+        custom={"admin": False},
+    )
+    def resolve(self, *, by: str, reason: str = "escalation resolved") -> None:
+        """A person resolved the escalation: consume the resolution and go on."""
+        escalation = self.open_escalation_for_resume
+        escalation.consumed_at = timezone.now()
+        self.on_save(lambda: escalation.save(update_fields=["consumed_at"]))
+
+    @transition(
+        field=status,
+        source=Status.IN_PROGRESS,
+        target=Status.PAUSED,
+        custom={"label": "Pause"},
+    )
+    def pause(self, *, by: str, reason: str = "paused on request") -> None:
+        """A user pauses the task."""
+
+    @transition(
+        field=status,
+        source=Status.PAUSED,
+        target=Status.IN_PROGRESS,
+        custom={"label": "Resume"},
+    )
+    def resume(self, *, by: str, reason: str = "resumed on request") -> None:
+        """A user resumes a paused task from where it stopped."""
+
+    @transition(
+        field=status,
+        source=Status.IN_PROGRESS,
+        target=Status.COMPLETED,
+        conditions=[guards.phase_is_release, guards.pull_request_merged],
+        custom={"admin": False},
+    )
+    def complete(self, *, by: str, reason: str = "pull request merged") -> None:
+        """The release phase succeeded."""
+        self._finish_phase()
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+
+    @transition(
+        field=status,
+        source=[Status.IN_PROGRESS, Status.BLOCKED, Status.ESCALATED],
+        target=Status.FAILED,
+        custom={"label": "Fail"},
+    )
+    def fail(self, *, by: str, reason: str = "failed") -> None:
+        """An unrecoverable error, or a person decided to give up."""
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+
+    @transition(
+        field=status,
+        source=[
+            Status.PENDING,
+            Status.IN_PROGRESS,
+            Status.BLOCKED,
+            Status.ESCALATED,
+            Status.PAUSED,
+        ],
+        target=Status.CANCELLED,
+        custom={"label": "Cancel"},
+    )
+    def cancel(self, *, by: str, reason: str = "cancelled on request") -> None:
+        """A user cancels the task; any open escalation is closed with it."""
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+        self.on_save(
+            lambda: self.escalations.close_open(by=by, reason="task cancelled")
+        )
+
+    # -- phase transitions (spec 002 §3.3, §3.4) ---------------------------------
+
+    @transition(
+        field=phase,
+        source=Phase.INTAKE,
+        target=Phase.PLANNING,
+        conditions=[
+            guards.is_in_progress,
+            guards.spec_exists,
+            guards.clarification_not_needed,
+        ],
+        custom={"admin": False},
+    )
+    def begin_planning(self, *, by: str, reason: str = "spec.md written") -> None:
+        self._enter_phase(Phase.PLANNING)
+
+    @transition(
+        field=phase,
+        source=Phase.PLANNING,
+        target=Phase.IMPLEMENTATION,
+        conditions=[
+            guards.is_in_progress,
+            guards.plan_and_tasks_exist,
+            guards.has_tasks,
+        ],
+        custom={"admin": False},
+    )
+    def begin_implementation(
+        self, *, by: str, reason: str = "plan.md and tasks.md written"
+    ) -> None:
+        self.current_task = 0
+        self._enter_phase(Phase.IMPLEMENTATION)
+
+    @transition(
+        field=phase,
+        source=Phase.IMPLEMENTATION,
+        target=Phase.VERIFICATION,
+        conditions=[
+            guards.is_in_progress,
+            guards.all_tasks_done,
+            guards.pull_request_exists,
+            guards.ci_is_passing,
+        ],
+        custom={"admin": False},
+    )
+    def begin_verification(
+        self, *, by: str, reason: str = "all tasks done, CI passing"
+    ) -> None:
+        self._enter_phase(Phase.VERIFICATION)
+
+    @transition(
+        field=phase,
+        source=Phase.VERIFICATION,
+        target=Phase.REVIEW,
+        conditions=[guards.is_in_progress, guards.verification_approved],
+        custom={"admin": False},
+    )
+    def begin_review(self, *, by: str, reason: str = "verification approved") -> None:
+        self._enter_phase(Phase.REVIEW)
+
+    @transition(
+        field=phase,
+        source=Phase.VERIFICATION,
+        target=Phase.IMPLEMENTATION,
+        conditions=[
+            guards.is_in_progress,
+            guards.verification_requested_changes,
+            guards.verification_cycles_remain,
+        ],
+        custom={"admin": False},
+    )
+    def return_from_verification(
+        self,
+        *,
+        by: str,
+        reason: str = "verification requested changes",
+        feedback: dict[str, Any] | None = None,
+    ) -> None:
+        self.verification_cycles += 1
+        self._route_feedback("verification", self.verification_cycles, feedback)
+
+    @transition(
+        field=phase,
+        source=Phase.REVIEW,
+        target=Phase.RELEASE,
+        conditions=[
+            guards.is_in_progress,
+            guards.review_approved,
+            guards.no_blocking_comments,
+        ],
+        custom={"admin": False},
+    )
+    def begin_release(self, *, by: str, reason: str = "review approved") -> None:
+        self._enter_phase(Phase.RELEASE)
+
+    @transition(
+        field=phase,
+        source=Phase.REVIEW,
+        target=Phase.IMPLEMENTATION,
+        conditions=[
+            guards.is_in_progress,
+            guards.review_requested_changes,
+            guards.review_cycles_remain,
+        ],
+        custom={"admin": False},
+    )
+    def return_from_review(
+        self,
+        *,
+        by: str,
+        reason: str = "review requested changes",
+        feedback: dict[str, Any] | None = None,
+    ) -> None:
+        self.review_cycles += 1
+        self._route_feedback("review", self.review_cycles, feedback)
+
+    # -- helpers used by the transitions ---------------------------------------
+
+    def _finish_phase(self) -> None:
+        progress = self.phase_progress.setdefault(self.phase, {})
+        progress["status"] = PhaseStatus.COMPLETED
+        progress["completed_at"] = timezone.now().isoformat()
+
+    def _enter_phase(self, phase: str) -> None:
+        now = timezone.now()
+        if phase != self.phase:
+            self._finish_phase()
+        progress = self.phase_progress.setdefault(phase, {})
+        progress["status"] = PhaseStatus.IN_PROGRESS
+        progress.setdefault("started_at", now.isoformat())
+        progress.pop("completed_at", None)
+        self.phase_entered_at = now
+        self.current_agent = PHASE_AGENT[phase]
+        self.retry_count = 0
+
+    def _route_feedback(
+        self, loop: str, cycle: int, feedback: dict[str, Any] | None
+    ) -> None:
+        self.feedback_history.setdefault(loop, []).append(
+            {
+                "cycle": cycle,
+                "at": timezone.now().isoformat(),
+                "feedback": feedback or {},
+            }
+        )
+        self.current_task = 0
+        self.ci_passing = None
+        self.phase_progress.setdefault(self.phase, {})["status"] = PhaseStatus.PENDING
+        self._enter_phase(Phase.IMPLEMENTATION)
+
+    def record_error(
+        self,
+        *,
+        message: str,
+        by: str,
+        exit_code: int | None = None,
+        code: str = "",
+        resolution: str = "",
+    ) -> None:
+        """Append to the envelope's error list (the last ERRORS_KEPT are kept)."""
+        self.errors = [
+            *self.errors,
+            {
+                "timestamp": timezone.now().isoformat(),
+                "phase": self.phase,
+                "exit_code": exit_code,
+                "code": code,
+                "message": message,
+                "resolution": resolution,
+            },
+        ][-ERRORS_KEPT:]
+        self.record(EventKind.ERROR, by=by, reason=message, data={"code": code})
+
+    # -- queries the guards and callers use ------------------------------------
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def open_escalation_for_resume(self):
+        return self.escalations.resolved_unconsumed().filter(decision="resume").first()
+
+    def latest_verification_report(self):
+        return self.verification_reports.order_by("-cycle").first()
+
+    def latest_review_report(self):
+        return self.review_reports.order_by("-cycle").first()
+
+    def available_status_actions(self) -> list[str]:
+        """Status transitions allowed now (guards included), by name."""
+        return [t.name for t in self.get_available_status_transitions()]
+
+    # -- one call for people and jobs -------------------------------------------
+
+    def perform(
+        self,
+        action: str,
+        *,
+        by: str,
+        reason: str = "",
+        lease_attempts: int = 1,
+        **arguments: Any,
+    ) -> Task:
+        """Run transition `action` under the lease and save it; the entry point
+        for the API, the admin and the pages. Enqueues the next step when the
+        task is back in progress. Raises TransitionNotAllowed, LeaseUnavailable
+        or VersionConflict with a reason.
+        """
+        method = getattr(self, action, None)
+        if method is None or not hasattr(method, "_django_fsm"):
+            raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
+        if reason:
+            arguments["reason"] = reason
+        self.acquire_lease(by, attempts=lease_attempts)
+        try:
+            method(by=by, **arguments)
+            self.save(release_lease=True)
+        finally:
+            if self.held_lease:
+                self.release_lease()
+        if self.status == Status.IN_PROGRESS:
+            enqueue_on_commit(ADVANCE_JOB, self.task_id)
+        return self
+
+
+def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
+    """django-fsm post_transition receiver: every transition goes to the event log."""
+    if not isinstance(instance, Task):
+        return
+    method_kwargs = kwargs.get("method_kwargs") or {}
+    field = "status" if name in status_transition_names() else "phase"
+    data = {"transition": name}
+    if "questions" in method_kwargs and method_kwargs["questions"]:
+        data["questions"] = list(method_kwargs["questions"])
+    if method_kwargs.get("feedback"):
+        data["feedback"] = method_kwargs["feedback"]
+    retry_after = method_kwargs.get("retry_after")
+    if retry_after:
+        data["retry_after_seconds"] = retry_after.total_seconds()
+    instance.record(
+        EventKind.TRANSITION,
+        by=str(method_kwargs.get("by") or "unknown"),
+        reason=str(method_kwargs.get("reason") or _default_reason(instance, name)),
+        field=field,
+        source=source,
+        target=target,
+        data=data,
+    )
+
+
+def _default_reason(task: Task, name: str) -> str:
+    default = inspect.signature(getattr(Task, name)).parameters.get("reason")
+    return (
+        str(default.default)
+        if default and default.default is not inspect._empty
+        else name
+    )
+
+
+@functools.cache
+def status_transition_names() -> frozenset[str]:
+    """Names of the transitions of the `status` field (the rest move `phase`)."""
+    return frozenset(
+        t.name for t in Task._meta.get_field("status").get_all_transitions(Task)
+    )

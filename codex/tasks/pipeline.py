@@ -1,0 +1,201 @@
+"""One step of a task: from a phase's result to the transitions it justifies.
+
+`apply_result` records what the phase produced (artifacts, reports, progress)
+and makes the status and phase transitions of spec 002 §3.4 that follow from it,
+including the feedback loops and the escalation past their limits. It runs
+inside the caller's transaction while the caller holds the lease.
+"""
+
+from __future__ import annotations
+
+from codex.tasks.models import (
+    Artifact,
+    EscalationReason,
+    Phase,
+    ReviewReport,
+    Status,
+    Task,
+    VerificationReport,
+    guards,
+)
+from codex.tasks.runners import PhaseResult
+
+REPORT_FIELDS = {
+    "verification": (
+        "pr_url",
+        "tests_passed",
+        "tests_failed",
+        "tests_skipped",
+        "tests_total",
+        "failures",
+        "acceptance_criteria",
+        "recommendation",
+        "feedback",
+    ),
+    "review": ("pr_url", "assessment", "comments", "security", "feedback"),
+}
+
+
+def apply_result(task: Task, result: PhaseResult, *, by: str) -> None:
+    """Record `result` for the task's current phase and transition accordingly.
+
+    Leaves the task unsaved; the caller saves it (releasing the lease).
+    """
+    progress = task.phase_progress.setdefault(task.phase, {})
+    progress["agent_invocations"] = progress.get("agent_invocations", 0) + 1
+    if result.outcome == "blocked":
+        _block_or_escalate(task, result, by=by)
+    elif result.outcome == "failed":
+        task.record_error(message=result.reason, by=by, code="abort")
+        task.fail(by=by, reason=result.reason)
+    elif result.outcome == "escalate":
+        task.escalate(
+            by=by,
+            reason=result.reason,
+            questions=result.questions,
+            code=result.escalation_code,
+        )
+    elif result.outcome == "done":
+        APPLY_PHASE[task.phase](task, result, by=by)
+    else:
+        raise ValueError(f"unknown phase outcome {result.outcome!r}")
+
+
+def _block_or_escalate(task: Task, result: PhaseResult, *, by: str) -> None:
+    task.record_error(message=result.reason, by=by, code="wait_retry")
+    if guards.retries_remain(task):
+        task.block(by=by, reason=result.reason, retry_after=result.retry_after)
+    else:
+        task.escalate(
+            by=by,
+            code=EscalationReason.RETRY_LIMIT,
+            reason=f"retry limit reached after {task.retry_count} attempts: "
+            f"{result.reason}",
+        )
+
+
+def _store_artifacts(task: Task, result: PhaseResult) -> list[str]:
+    paths = []
+    for name, content in result.artifacts.items():
+        artifact = Artifact.store(task, name, content)
+        paths.append(artifact.path)
+    if paths:
+        task.phase_progress[task.phase]["output_paths"] = paths
+    return paths
+
+
+def _intake(task: Task, result: PhaseResult, *, by: str) -> None:
+    _store_artifacts(task, result)
+    task.needs_clarification = result.needs_clarification
+    if result.needs_clarification:
+        task.escalate(
+            by=by,
+            code=EscalationReason.NEEDS_CLARIFICATION,
+            reason=result.reason or "the request needs clarification",
+            questions=result.questions,
+        )
+    else:
+        task.begin_planning(by=by)
+
+
+def _planning(task: Task, result: PhaseResult, *, by: str) -> None:
+    _store_artifacts(task, result)
+    if result.total_tasks is not None:
+        task.total_tasks = result.total_tasks
+    task.begin_implementation(by=by)
+
+
+def _implementation(task: Task, result: PhaseResult, *, by: str) -> None:
+    if result.current_task is not None:
+        task.current_task = min(result.current_task, task.total_tasks)
+    for sha in result.commits:
+        if sha not in task.commits:
+            task.commits = [*task.commits, sha]
+    task.branch = result.branch or task.branch
+    task.pr_url = result.pr_url or task.pr_url
+    if result.ci_passing is not None:
+        task.ci_passing = result.ci_passing
+    progress = task.phase_progress[Phase.IMPLEMENTATION]
+    progress.update(current_task=task.current_task, total_tasks=task.total_tasks)
+    if (
+        guards.all_tasks_done(task)
+        and guards.pull_request_exists(task)
+        and guards.ci_is_passing(task)
+    ):
+        task.begin_verification(by=by)
+    # Otherwise the phase goes on: the next step continues with the next task.
+
+
+def _report(model, task: Task, cycle: int, fields: dict, loop: str):
+    values = {name: fields[name] for name in REPORT_FIELDS[loop] if name in fields}
+    values.setdefault("pr_url", task.pr_url)
+    report, _ = model.objects.update_or_create(task=task, cycle=cycle, defaults=values)
+    return report
+
+
+def _verification(task: Task, result: PhaseResult, *, by: str) -> None:
+    report = _report(
+        VerificationReport,
+        task,
+        task.verification_cycles + 1,
+        result.verification or {},
+        "verification",
+    )
+    task.phase_progress[Phase.VERIFICATION]["output_paths"] = [report.path]
+    if guards.verification_approved(task):
+        task.begin_review(by=by)
+    elif guards.verification_cycles_remain(task):
+        task.return_from_verification(by=by, feedback=report.feedback)
+    else:
+        task.escalate(
+            by=by,
+            code=EscalationReason.VERIFICATION_LIMIT,
+            reason=f"verification still requests changes after "
+            f"{task.verification_cycles} cycles (max {task.verification_max_cycles})",
+        )
+
+
+def _review(task: Task, result: PhaseResult, *, by: str) -> None:
+    report = _report(
+        ReviewReport, task, task.review_cycles + 1, result.review or {}, "review"
+    )
+    task.phase_progress[Phase.REVIEW]["output_paths"] = [report.path]
+    if guards.review_approved(task) and guards.no_blocking_comments(task):
+        task.begin_release(by=by)
+    elif guards.review_cycles_remain(task):
+        task.return_from_review(by=by, feedback=report.feedback)
+    else:
+        task.escalate(
+            by=by,
+            code=EscalationReason.REVIEW_LIMIT,
+            reason=f"review still requests changes after "
+            f"{task.review_cycles} cycles (max {task.review_max_cycles})",
+        )
+
+
+def _release(task: Task, result: PhaseResult, *, by: str) -> None:
+    _store_artifacts(task, result)
+    task.pr_merged = task.pr_merged or result.merged
+    if task.pr_merged:
+        task.complete(by=by)
+    else:
+        _block_or_escalate(
+            task,
+            PhaseResult.blocked(result.reason or "pull request not merged yet"),
+            by=by,
+        )
+
+
+APPLY_PHASE = {
+    Phase.INTAKE: _intake,
+    Phase.PLANNING: _planning,
+    Phase.IMPLEMENTATION: _implementation,
+    Phase.VERIFICATION: _verification,
+    Phase.REVIEW: _review,
+    Phase.RELEASE: _release,
+}
+
+
+def should_continue(task: Task) -> bool:
+    """Whether another step should be enqueued right away."""
+    return task.status == Status.IN_PROGRESS

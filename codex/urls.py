@@ -1,0 +1,16 @@
+"""Top-level URLs: the admin (operator console), the API and the health check."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from codex.core.views import healthz
+
+admin.site.site_header = "Codex console"
+admin.site.site_title = "Codex"
+admin.site.index_title = "Operator console"
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/", include("codex.tasks.api.urls")),
+]

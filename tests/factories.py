@@ -1,0 +1,59 @@
+"""Factories for test data, in one place."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.contrib.auth import get_user_model
+
+from codex.accounts.models import ApiToken
+from codex.repositories.models import Repository
+from codex.tasks.models import Task
+
+_counter = itertools.count(1)
+
+
+def make_repository(url: str | None = None, **fields) -> Repository:
+    url = url or f"https://github.com/acme/repo{next(_counter)}"
+    repository, _ = Repository.objects.get_or_create(url=url, defaults=fields)
+    return repository
+
+
+def make_task(repository: Repository | None = None, **fields) -> Task:
+    """A pending task created through intake, as the API would create it."""
+    defaults = {
+        "title": "Add user authentication",
+        "description": "As a user, I want to log in.",
+        "priority": "high",
+        "acceptance_criteria": "- Users can log in",
+    }
+    defaults.update(fields)
+    task, _ = Task.objects.create_from_request(
+        repository=repository or make_repository(), **defaults
+    )
+    return task
+
+
+def make_user(username: str | None = None, **fields):
+    username = username or f"user{next(_counter)}"
+    return get_user_model().objects.create_user(
+        username=username, password="pw-12345!", **fields
+    )
+
+
+def make_token(user=None) -> tuple[ApiToken, str]:
+    return ApiToken.issue(user or make_user(), "tests")
+
+
+def put_in_state(
+    task: Task, status: str | None = None, phase: str | None = None, **fields
+) -> Task:
+    """Force a task into a state for a test, bypassing transitions (tests only)."""
+    values = dict(fields)
+    if status:
+        values["status"] = status
+    if phase:
+        values["phase"] = phase
+    Task.objects.filter(pk=task.pk)._update_with_version(**values)
+    task.refresh_from_db()
+    return task
