@@ -32,8 +32,8 @@ class AlreadyResolved(Exception):
     def __init__(self, escalation: Escalation) -> None:
         self.escalation = escalation
         super().__init__(
-            f"escalation {escalation.pk} of task {escalation.task_id} was already "
-            f"resolved at {escalation.resolved_at:%Y-%m-%d %H:%M:%S} UTC"
+            f"escalation {escalation.pk} was already resolved at "
+            f"{escalation.resolved_at:%Y-%m-%d %H:%M:%S} UTC"
             if escalation.resolved_at
             else f"escalation {escalation.pk} was already resolved"
         )

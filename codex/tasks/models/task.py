@@ -738,6 +738,56 @@ class Task(FSMModelMixin, VersionedLeasedModel):
             enqueue_on_commit(ADVANCE_JOB, self.task_id)
         return self
 
+    def resolve_escalation(
+        self,
+        escalation,
+        *,
+        decision: str,
+        by: str,
+        resolution: str = "",
+        answers: list[Any] | None = None,
+        user=None,
+    ) -> Task:
+        """A person's answer to the open escalation: recorded once, then the task
+        resumes, fails or is cancelled, all in one transaction under the lease.
+
+        Raises AlreadyResolved when someone resolved it first (spec 002 §3.4:
+        the resolution is consumed on the first transition), TransitionNotAllowed
+        when the task is no longer escalated; nothing is written then.
+        """
+        from codex.tasks.models.escalation import Decision
+
+        if escalation.task_id != self.pk:
+            raise ValueError(f"escalation {escalation.pk} is not one of {self.task_id}")
+        reason = resolution or f"escalation resolved: {decision}"
+        try:
+            with transaction.atomic():
+                self.acquire_lease(by, attempts=1)
+                escalation.record_resolution(
+                    decision=decision,
+                    by=by,
+                    resolution=resolution,
+                    answers=answers,
+                    user=user,
+                )
+                if decision == Decision.RESUME:
+                    self.resolve(by=by, reason=reason)
+                else:
+                    escalation.consumed_at = escalation.resolved_at
+                    escalation.save(update_fields=["consumed_at"])
+                    getattr(self, "fail" if decision == Decision.FAIL else "cancel")(
+                        by=by, reason=reason
+                    )
+                self.save(release_lease=True)
+        except BaseException:
+            # The transaction rolled back: the lease and the version with it.
+            self._held_lease = None
+            self.refresh_from_db()
+            raise
+        if self.status == Status.IN_PROGRESS:
+            enqueue_on_commit(ADVANCE_JOB, self.task_id)
+        return self
+
 
 def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
     """django-fsm post_transition receiver: every transition goes to the event log."""
