@@ -36,17 +36,15 @@ class Command(BaseCommand):
             nonlocal stopping
             stopping = True
 
+        # Explicit handlers: a process started in the background inherits an
+        # ignored SIGINT, and Ctrl-C must work however `make run` was started.
         signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping and all(
-                child.poll() is None for child in children.values()
-            ):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
-        for name, child in children.items():
+        signal.signal(signal.SIGINT, stop)
+        while not stopping and all(child.poll() is None for child in children.values()):
+            time.sleep(0.5)
+        for child in children.values():
             if child.poll() is None:
-                child.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
+                child.terminate()
         deadline = time.monotonic() + 15
         for child in children.values():
             try:
