@@ -59,6 +59,11 @@ INSTALLED_APPS = [
     "codex.repositories",
     "codex.events",
     "codex.tasks",
+    "codex.claims",
+    "codex.fleet",
+    "codex.children",
+    "codex.configuration",
+    "codex.notifications",
 ]
 
 MIDDLEWARE = [

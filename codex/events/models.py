@@ -14,6 +14,12 @@ class EventKind(models.TextChoices):
     ERROR = "error", "Error"
     PHASE = "phase", "Phase step"
     CONTROL = "control", "Operator or user action"
+    TOOL = "tool", "Agent tool call"
+    WORKFLOW = "workflow", "Workflow event"
+    WEBHOOK = "webhook", "Webhook received"
+    CLAIM = "claim", "Issue claim"
+    INSTANCE = "instance", "Agent instance"
+    RUN = "run", "Agent run"
 
 
 class AppendOnlyError(Exception):
@@ -48,6 +54,11 @@ class Event(models.Model):
         null=True,
         blank=True,
     )
+    subject = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text='What the event is about besides a task, e.g. "instance:work-12-a1".',
+    )
     kind = models.CharField(max_length=20, choices=EventKind.choices)
     field = models.CharField(max_length=20, blank=True)
     source = models.CharField(max_length=40, blank=True)
@@ -63,12 +74,33 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["task", "created_at", "id"], name="event_task_time"),
             models.Index(fields=["kind", "created_at"], name="event_kind_time"),
+            models.Index(
+                fields=["subject", "created_at"],
+                name="event_subject_time",
+                condition=~models.Q(subject=""),
+            ),
         ]
 
     def __str__(self) -> str:
         if self.kind == EventKind.TRANSITION:
             return f"{self.field}: {self.source} → {self.target}"
         return f"{self.get_kind_display()}: {self.reason[:60]}"
+
+    @classmethod
+    def log(
+        cls,
+        kind: str,
+        *,
+        actor: str,
+        reason: str = "",
+        task=None,
+        subject: str = "",
+        **fields,
+    ) -> Event:
+        """Append one event now (inside the caller's transaction, if any)."""
+        return cls.objects.create(
+            kind=kind, actor=actor, reason=reason, task=task, subject=subject, **fields
+        )
 
     def save(self, *args, **kwargs) -> None:
         if self.pk is not None and not self._state.adding:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChildrenConfig(AppConfig):
+    name = "codex.children"
+    label = "children"
