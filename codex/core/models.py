@@ -257,7 +257,7 @@ class VersionedLeasedModel(models.Model):
                 if took_over:
                     self.on_lease_taken_over(previous_holder, holder)
                 return
-            self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
+            self._reread_before_lease()
             if self.lease_is_active and self.lease_holder != holder:
                 held_attempts += 1
                 if held_attempts >= attempts:
@@ -271,6 +271,17 @@ class VersionedLeasedModel(models.Model):
                     raise LeaseUnavailable(
                         self, self.lease_holder, self.lease_expires_at
                     )
+
+    def _reread_before_lease(self) -> None:
+        """The row moved on: read all of it, so that what the lease holder does
+        next is checked against the current state, not the one loaded earlier.
+        Unsaved state changes made before taking the lease cannot be reconciled.
+        """
+        unsaved = self.changed_fields() & set(self.lease_guarded_fields)
+        expected = self.version
+        self.refresh_from_db()
+        if unsaved and self.version != expected:
+            raise VersionConflict(self, expected)
 
     def renew_lease(self) -> None:
         """Extend the held lease by CODEX_LEASE_SECONDS from now."""

@@ -11,10 +11,15 @@ from django_fsm.admin import FSMAdminMixin
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.tasks.models import (
+    AgentQuestion,
+    Analysis,
     Artifact,
+    BuildResult,
     Escalation,
+    Learning,
     ReviewReport,
     Task,
+    Triage,
     VerificationReport,
 )
 
@@ -89,6 +94,32 @@ class ReviewReportInline(ReadOnlyInline):
     show_change_link = True
 
 
+class TriageInline(ReadOnlyInline):
+    model = Triage
+    fields = ["type", "scope", "complexity", "should_proceed", "rejection_reason"]
+    readonly_fields = fields
+
+
+class AnalysisInline(ReadOnlyInline):
+    model = Analysis
+    fields = ["files", "patterns", "test_requirement", "must_do", "must_not_do"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+class BuildResultInline(ReadOnlyInline):
+    model = BuildResult
+    fields = ["cycle", "created_at", "tests_passed", "lint_passed", "type_check_passed"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+class AgentQuestionInline(ReadOnlyInline):
+    model = AgentQuestion
+    fields = ["asked_at", "from_role", "to_role", "question", "answer", "answered_at"]
+    readonly_fields = fields
+
+
 @admin.register(Task)
 class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status", "phase"]
@@ -111,7 +142,11 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     actions = ["force_break_lease"]
     inlines = [
+        TriageInline,
+        AnalysisInline,
         EscalationInline,
+        AgentQuestionInline,
+        BuildResultInline,
         VerificationReportInline,
         ReviewReportInline,
         ArtifactInline,
@@ -322,3 +357,71 @@ class ReviewReportAdmin(admin.ModelAdmin):
     list_filter = ["assessment"]
     list_select_related = ["task"]
     search_fields = ["task__task_id"]
+
+
+@admin.register(Triage)
+class TriageAdmin(admin.ModelAdmin):
+    list_display = ["task", "type", "scope", "complexity", "should_proceed"]
+    list_filter = ["type", "scope", "complexity", "should_proceed"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id"]
+
+
+@admin.register(Analysis)
+class AnalysisAdmin(admin.ModelAdmin):
+    list_display = ["task", "completed_at"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id", "brief"]
+
+
+@admin.register(BuildResult)
+class BuildResultAdmin(admin.ModelAdmin):
+    list_display = [
+        "task",
+        "cycle",
+        "tests_passed",
+        "lint_passed",
+        "type_check_passed",
+        "created_at",
+    ]
+    list_filter = ["tests_passed", "lint_passed", "type_check_passed"]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id"]
+
+
+@admin.register(AgentQuestion)
+class AgentQuestionAdmin(admin.ModelAdmin):
+    list_display = [
+        "task",
+        "from_role",
+        "to_role",
+        "short_question",
+        "asked_at",
+        "answered_at",
+    ]
+    list_filter = ["from_role", "to_role", ("answered_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["task"]
+    search_fields = ["task__task_id", "question", "answer"]
+
+    @admin.display(description="question")
+    def short_question(self, question: AgentQuestion) -> str:
+        return question.question[:80]
+
+
+@admin.register(Learning)
+class LearningAdmin(admin.ModelAdmin):
+    list_display = [
+        "repository",
+        "agent",
+        "type",
+        "short_content",
+        "created_at",
+        "task",
+    ]
+    list_filter = ["agent", "type"]
+    list_select_related = ["repository", "task"]
+    search_fields = ["content", "repository__url"]
+
+    @admin.display(description="content")
+    def short_content(self, learning: Learning) -> str:
+        return learning.content[:80]

@@ -39,6 +39,9 @@ def advance_task(task_id: str) -> str:
         logger.info("advance_task %s: %s; another worker has it", task_id, exc)
         return "busy"
     try:
+        # Taking the lease re-reads a row that moved on: check its state again.
+        if task.status not in (Status.PENDING, Status.IN_PROGRESS):
+            return f"skipped: {task.status}"
         if task.status == Status.PENDING:
             task.start(by=holder)
             task.save()

@@ -5,6 +5,16 @@ from codex.tasks.api import views
 urlpatterns = [
     path("tasks/", views.TaskListCreate.as_view(), name="task-list"),
     path("tasks/<str:task_id>/", views.TaskDetail.as_view(), name="task-detail"),
+    path(
+        "tasks/<str:task_id>/envelope/",
+        views.TaskEnvelope.as_view(),
+        name="task-envelope",
+    ),
+    path(
+        "tasks/<str:task_id>/issue-state/",
+        views.TaskIssueState.as_view(),
+        name="task-issue-state",
+    ),
     *[
         path(
             f"tasks/<str:task_id>/{action}/",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from django.http import HttpResponse
 from django_fsm import TransitionNotAllowed
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
@@ -21,6 +22,7 @@ from codex.tasks.api.serializers import (
     TaskDetailSerializer,
     TaskSerializer,
 )
+from codex.tasks.exports import issue_state, task_envelope_yaml
 from codex.tasks.models import CreatedBy, IdempotencyMismatch, Task
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 200
@@ -124,3 +126,27 @@ class TaskControl(APIView):
         except VersionConflict as exc:
             raise Conflict(str(exc), code="version_mismatch") from None
         return Response(TaskDetailSerializer(task).data)
+
+
+class TaskEnvelope(APIView):
+    """GET /api/tasks/{task_id}/envelope/: spec 002's task-envelope.yml."""
+
+    def get(self, request: Request, task_id: str) -> HttpResponse:
+        task = generics.get_object_or_404(
+            Task.objects.select_related("repository"), task_id=task_id
+        )
+        response = HttpResponse(
+            task_envelope_yaml(task), content_type="application/yaml; charset=utf-8"
+        )
+        response["Content-Disposition"] = 'inline; filename="task-envelope.yml"'
+        return response
+
+
+class TaskIssueState(APIView):
+    """GET /api/tasks/{task_id}/issue-state/: spec 003's issue-state.json."""
+
+    def get(self, request: Request, task_id: str) -> Response:
+        task = generics.get_object_or_404(
+            Task.objects.select_related("repository"), task_id=task_id
+        )
+        return Response(issue_state(task))

@@ -40,14 +40,15 @@ DROP FUNCTION IF EXISTS tasks_task_request_immutable();
 """
 
 
+# params=None: the SQL holds a literal %, which must not be read as a placeholder.
 def create(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
+        schema_editor.execute(CREATE, params=None)
 
 
 def drop(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
+        schema_editor.execute(DROP, params=None)
 
 
 class Migration(migrations.Migration):

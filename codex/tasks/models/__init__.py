@@ -1,5 +1,17 @@
 """The task envelope and what hangs off it."""
 
+from codex.tasks.models.analysis import (
+    AgentQuestion,
+    AlreadyAnswered,
+    Analysis,
+    BuildResult,
+    Complexity,
+    Learning,
+    Role,
+    Scope,
+    Triage,
+    TriageType,
+)
 from codex.tasks.models.artifact import Artifact
 from codex.tasks.models.choices import (
     TERMINAL_STATUSES,
@@ -25,6 +37,16 @@ from codex.tasks.models.task import (
 )
 
 __all__ = [
+    "AgentQuestion",
+    "AlreadyAnswered",
+    "Analysis",
+    "BuildResult",
+    "Complexity",
+    "Learning",
+    "Role",
+    "Scope",
+    "Triage",
+    "TriageType",
     "TERMINAL_STATUSES",
     "Agent",
     "AlreadyResolved",

@@ -220,6 +220,9 @@ class Task(FSMModelMixin, VersionedLeasedModel):
         max_length=300, null=True, blank=True, unique=True, editable=False
     )
     request_fingerprint = models.CharField(max_length=64, editable=False)
+    issue_number = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The GitHub issue this task came from, if any."
+    )
 
     # Request: immutable after creation.
     title = models.CharField(
@@ -492,6 +495,7 @@ class Task(FSMModelMixin, VersionedLeasedModel):
         """An unrecoverable error, or a person decided to give up."""
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
+        self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
 
     @transition(
         field=status,

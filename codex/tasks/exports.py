@@ -1,0 +1,315 @@
+"""A task in the file formats of the specs, for teams moving onto Codex.
+
+`task_envelope` follows spec 002 §2.1 (`task-envelope.yml`): the same keys in the
+same nesting and order. `issue_state` follows spec 003 (`issue-state.json`).
+Both are read-only views of the database; nothing is stored in these formats.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from codex.tasks.models import Phase, Status, Task
+from codex.tasks.models.artifact import CONTAINERS
+
+# Spec 003's agent for each phase (DESIGN.md's mapping of the pipelines).
+PHASE_TO_003_AGENT = {
+    Phase.INTAKE: "triage",
+    Phase.PLANNING: "analyst",
+    Phase.IMPLEMENTATION: "writer",
+    Phase.VERIFICATION: "build",
+    Phase.REVIEW: "reviewer",
+    Phase.RELEASE: "committer",
+}
+STATUS_TO_003 = {
+    Status.PENDING: "in_progress",
+    Status.IN_PROGRESS: "in_progress",
+    Status.BLOCKED: "blocked",
+    Status.ESCALATED: "blocked",
+    Status.PAUSED: "blocked",
+    Status.COMPLETED: "completed",
+    Status.FAILED: "failed",
+    Status.CANCELLED: "failed",
+}
+VERDICT_003 = {"approve": "APPROVED", "request_changes": "REJECTED"}
+
+
+def _timestamp(value: datetime | str | None) -> str | None:
+    """Spec timestamps: ISO 8601 in UTC with a Z."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _storage_path(task: Task, name: str) -> str:
+    return f"{CONTAINERS.get(name, 'agent-spec')}/{task.task_id}/{name}"
+
+
+def _phases(task: Task) -> dict[str, dict[str, Any]]:
+    progress = task.phase_progress
+    phases: dict[str, dict[str, Any]] = {}
+    for phase in Phase.values:
+        entry = progress.get(phase, {})
+        out: dict[str, Any] = {"status": entry.get("status", "pending")}
+        for key in ("started_at", "completed_at"):
+            if entry.get(key):
+                out[key] = _timestamp(entry[key])
+        if entry.get("agent_invocations"):
+            out["agent_invocations"] = entry["agent_invocations"]
+        if phase == Phase.INTAKE and out["status"] != "pending":
+            out["output_path"] = _storage_path(task, "spec.md")
+        elif phase == Phase.PLANNING and out["status"] != "pending":
+            out["output_paths"] = [
+                _storage_path(task, "plan.md"),
+                _storage_path(task, "tasks.md"),
+            ]
+        elif phase == Phase.IMPLEMENTATION and out["status"] != "pending":
+            out.update(
+                current_task=task.current_task,
+                total_tasks=task.total_tasks,
+                pr_url=task.pr_url or None,
+                branch=task.branch or None,
+                commits=list(task.commits),
+            )
+        elif entry.get("output_paths"):
+            out["output_paths"] = list(entry["output_paths"])
+        phases[phase] = out
+    return phases
+
+
+def task_envelope(task: Task) -> dict[str, Any]:
+    """The task as spec 002 §2.1's envelope, key for key."""
+    escalations = [
+        {
+            "timestamp": _timestamp(escalation.created_at),
+            "phase": escalation.phase,
+            "reason": escalation.reason,
+            "questions": list(escalation.questions),
+            "resolved_at": _timestamp(escalation.resolved_at),
+            "resolution": escalation.resolution or None,
+        }
+        for escalation in task.escalations.order_by("created_at", "id")
+    ]
+    return {
+        "task_id": task.task_id,
+        "created_at": _timestamp(task.created_at),
+        "created_by": task.created_by,
+        "repository": task.repository.url,
+        "request": {
+            "title": task.title,
+            "description": task.description,
+            "priority": task.priority,
+            "acceptance_criteria": task.acceptance_criteria,
+        },
+        "status": task.status,
+        "phase": task.phase,
+        "current_agent": task.current_agent,
+        "phases": _phases(task),
+        "feedback_loops": {
+            "verification": {
+                "cycle_count": task.verification_cycles,
+                "max_cycles": task.verification_max_cycles,
+                "history": task.feedback_history.get("verification", []),
+            },
+            "review": {
+                "cycle_count": task.review_cycles,
+                "max_cycles": task.review_max_cycles,
+                "history": task.feedback_history.get("review", []),
+            },
+        },
+        "errors": [
+            {
+                "timestamp": _timestamp(error.get("timestamp")),
+                "phase": error.get("phase"),
+                "exit_code": error.get("exit_code"),
+                "message": error.get("message"),
+                "resolution": error.get("resolution") or None,
+            }
+            for error in task.errors
+        ],
+        "escalations": escalations,
+        "updated_at": _timestamp(task.updated_at),
+        "version": task.version,
+        "lease_holder": task.lease_holder if task.lease_is_active else None,
+    }
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Multi-line strings as YAML block literals, as the spec writes them."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_LiteralDumper.add_representer(str, _str_presenter)
+
+
+def task_envelope_yaml(task: Task) -> str:
+    """`task-envelope.yml` for the task."""
+    header = (
+        "# task-envelope.yml\n"
+        f"# Location: agent-state/{task.task_id}/task-envelope.yml\n"
+    )
+    body = yaml.dump(
+        task_envelope(task),
+        Dumper=_LiteralDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+    )
+    return header + body
+
+
+def issue_state(task: Task) -> dict[str, Any]:
+    """The task as spec 003's `issue-state.json`."""
+    triage = _one_to_one(task, "triage")
+    analysis = _one_to_one(task, "analysis")
+    build = task.build_results.order_by("-cycle").first()
+    review = task.latest_review_report()
+    attempt = 1 + task.verification_cycles + task.review_cycles
+    feedback = [
+        *task.feedback_history.get("verification", []),
+        *task.feedback_history.get("review", []),
+    ]
+    previous_feedback = (
+        max(feedback, key=lambda item: item.get("at", "")) if feedback else None
+    )
+    issue_url = (
+        f"{task.repository.url}/issues/{task.issue_number}"
+        if task.issue_number
+        else None
+    )
+    pipeline: dict[str, Any] = {
+        "started_at": _timestamp(task.created_at),
+        "current_agent": PHASE_TO_003_AGENT[task.phase],
+        "attempt": attempt,
+        "max_attempts": 1 + task.verification_max_cycles + task.review_max_cycles,
+        "status": STATUS_TO_003[task.status],
+    }
+    if task.status == Status.BLOCKED:
+        pipeline["blocked_reason"] = task.blocked_reason
+    if task.status in (Status.FAILED, Status.CANCELLED) and task.errors:
+        pipeline["failure_reason"] = task.errors[-1].get("message")
+    past_writer = task.phase in (Phase.VERIFICATION, Phase.REVIEW, Phase.RELEASE)
+    return {
+        "version": "1.0",
+        "issue": {
+            "number": task.issue_number,
+            "title": task.title,
+            "url": issue_url,
+            "type": triage.type if triage else None,
+            "original_body": task.description,
+            "labels": [],
+        },
+        "pipeline": pipeline,
+        "triage": {
+            "completed": triage is not None,
+            "scope": triage.scope if triage else None,
+            "complexity": triage.complexity if triage else None,
+            "should_proceed": triage.should_proceed if triage else True,
+            "rejection_reason": (triage.rejection_reason or None) if triage else None,
+        },
+        "analysis": {
+            "completed": analysis is not None,
+            "files": analysis.files if analysis else [],
+            "patterns": analysis.patterns if analysis else [],
+            "test_requirement": analysis.test_requirement if analysis else {},
+            "must_do": analysis.must_do if analysis else [],
+            "must_not_do": analysis.must_not_do if analysis else [],
+            "brief": analysis.brief if analysis else None,
+        },
+        "writer": {
+            "completed": past_writer or task.status == Status.COMPLETED,
+            "attempt": attempt,
+            "changes": [],
+            "test_written": bool(
+                analysis and analysis.test_requirement.get("required")
+            ),
+            "test_file": (
+                analysis.test_requirement.get("location") if analysis else None
+            ),
+            "summary": None,
+            "previous_feedback": previous_feedback["feedback"]
+            if previous_feedback
+            else None,
+        },
+        "build": {
+            "completed": build is not None,
+            "tests_passed": build.tests_passed if build else False,
+            "lint_passed": build.lint_passed if build else False,
+            "type_check_passed": build.type_check_passed if build else False,
+            "errors": build.errors if build else [],
+            "commands_run": build.commands_run if build else [],
+        },
+        "review": {
+            "completed": review is not None,
+            "verdict": VERDICT_003.get(review.assessment) if review else None,
+            "findings": {
+                "good": [],
+                "issues": [
+                    {
+                        "file": comment.get("file"),
+                        "line": comment.get("line"),
+                        "issue": comment.get("issue"),
+                        "severity": comment.get("severity"),
+                    }
+                    for comment in (review.comments if review else [])
+                ],
+            },
+            "feedback_for_writer": (review.feedback.get("message") if review else None),
+        },
+        "commit": {
+            "completed": task.status == Status.COMPLETED,
+            "hash": task.commits[-1] if task.commits else None,
+            "message": None,
+            "branch": task.branch or None,
+            "pushed": bool(task.commits),
+            "pr_created": bool(task.pr_url),
+            "pr_url": task.pr_url or None,
+            "issue_closed": task.status == Status.COMPLETED and bool(task.issue_number),
+        },
+        "communication": {
+            "questions": [
+                {
+                    "from": question.from_role,
+                    "to": question.to_role,
+                    "question": question.question,
+                    "answered": question.answered,
+                    "answer": question.answer or None,
+                }
+                for question in task.questions.all()
+            ],
+            "escalations": [
+                {
+                    "agent": PHASE_TO_003_AGENT.get(escalation.phase, "orchestrator"),
+                    "reason": escalation.detail or escalation.get_reason_display(),
+                    "requires_human": True,
+                    "resolved": escalation.resolved_at is not None,
+                }
+                for escalation in task.escalations.order_by("created_at", "id")
+            ],
+        },
+        "learnings": {
+            "session_id": task.task_id,
+            "observations": [
+                {"agent": item.agent, "type": item.type, "content": item.content}
+                for item in task.learnings.order_by("created_at", "id")
+            ],
+            "outcome": task.status if task.is_terminal else None,
+        },
+    }
+
+
+def _one_to_one(task: Task, relation: str) -> Any:
+    """The related row of a reverse one-to-one, or None when there is none."""
+    try:
+        return getattr(task, relation)
+    except Task._meta.get_field(relation).related_model.DoesNotExist:
+        return None
