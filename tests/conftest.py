@@ -25,8 +25,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     if settings.IS_POSTGRESQL:
         return
     skip = pytest.mark.skip(
-        reason="needs PostgreSQL (set DATABASE_URL=postgres://...); "
-        "SQLite has no row locks"
+        reason="needs PostgreSQL (set DATABASE_URL=postgres://...): "
+        "row locks, concurrent writers, triggers"
     )
     for item in items:
         if "postgresql" in item.keywords:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django_fsm import TransitionNotAllowed
 from django_fsm.admin import FSMAdminMixin
 
@@ -260,6 +260,34 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # the event log refers to tasks; cancel instead
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Every field here is read-only: the page only carries transition buttons.
+        # Saving anyway would collide with a worker's lease for nothing.
+        if not change or form.changed_data:
+            super().save_model(request, obj, form, change)
+
+    def operator_transitions(self, request: HttpRequest, task: Task) -> set[str]:
+        """Transitions an operator may trigger on this task now."""
+        return {
+            transition.name
+            for field in self.fsm_fields
+            for transition in getattr(task, f"get_available_user_{field}_transitions")(
+                user=request.user
+            )
+            if self.is_fsm_transition_visible(transition)
+        }
+
+    def response_change(self, request: HttpRequest, obj: Task) -> HttpResponse:
+        name = request.POST.get(self.fsm_post_param)
+        if name and name not in self.operator_transitions(request, obj):
+            self.message_user(
+                request,
+                f"{name!r} is not allowed on {obj} now (or not an operator action).",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
 
     def _apply_fsm_transition(
         self, *, obj: Task, transition_name: str, request, kwargs=None

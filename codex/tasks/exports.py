@@ -144,11 +144,12 @@ class _LiteralDumper(yaml.SafeDumper):
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    value = str(value)  # choices (TextChoices members) are str subclasses
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_LiteralDumper.add_representer(str, _str_presenter)
+_LiteralDumper.add_multi_representer(str, _str_presenter)
 
 
 def task_envelope_yaml(task: Task) -> str:

@@ -12,7 +12,7 @@ from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.tasks.models import Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
-from codex.tasks.runners import get_phase_runner
+from codex.tasks.runners import PhaseResult, get_phase_runner
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,13 @@ def advance_task(task_id: str) -> str:
         if task.status == Status.PENDING:
             task.start(by=holder)
             task.save()
-        result = get_phase_runner().run(task)
+        try:
+            result = get_phase_runner().run(task)
+        except Exception as exc:  # a crashing runner must not strand the task
+            logger.exception("advance_task %s: the phase runner raised", task_id)
+            result = PhaseResult.blocked(
+                f"the phase runner failed: {type(exc).__name__}: {exc}"[:2000]
+            )
         with transaction.atomic():
             apply_result(task, result, by=holder)
             task.save(release_lease=True)

@@ -144,6 +144,8 @@ def _verification(task: Task, result: PhaseResult, *, by: str) -> None:
     task.phase_progress[Phase.VERIFICATION]["output_paths"] = [report.path]
     if guards.verification_approved(task):
         task.begin_review(by=by)
+    elif not guards.verification_requested_changes(task):
+        _escalate_unreadable_report(task, report, by=by)
     elif guards.verification_cycles_remain(task):
         task.return_from_verification(by=by, feedback=report.feedback)
     else:
@@ -162,6 +164,8 @@ def _review(task: Task, result: PhaseResult, *, by: str) -> None:
     task.phase_progress[Phase.REVIEW]["output_paths"] = [report.path]
     if guards.review_approved(task) and guards.no_blocking_comments(task):
         task.begin_release(by=by)
+    elif not guards.review_requested_changes(task):
+        _escalate_unreadable_report(task, report, by=by)
     elif guards.review_cycles_remain(task):
         task.return_from_review(by=by, feedback=report.feedback)
     else:
@@ -171,6 +175,20 @@ def _review(task: Task, result: PhaseResult, *, by: str) -> None:
             reason=f"review still requests changes after "
             f"{task.review_cycles} cycles (max {task.review_max_cycles})",
         )
+
+
+def _escalate_unreadable_report(task: Task, report, *, by: str) -> None:
+    """A report that neither approves nor requests changes cannot move the task:
+    a person decides instead of the pipeline guessing."""
+    verdict = getattr(report, "recommendation", None) or getattr(
+        report, "assessment", ""
+    )
+    task.escalate(
+        by=by,
+        code=EscalationReason.MANUAL_REVIEW,
+        reason=f"{report.path} has no usable verdict ({verdict or 'none'}); "
+        "expected approve or request_changes",
+    )
 
 
 def _release(task: Task, result: PhaseResult, *, by: str) -> None:

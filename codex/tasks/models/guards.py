@@ -155,9 +155,15 @@ def no_blocking_comments(task: Task) -> bool:
 
 
 def review_requested_changes(task: Task) -> bool:
-    """review → implementation: assessment = "request_changes"."""
+    """review → implementation: assessment = "request_changes".
+
+    A review that approves but leaves blocking comments asks for changes too:
+    release requires both approval and no blocking comments.
+    """
     report = _latest_review(task)
-    return report is not None and report.assessment == "request_changes"
+    return report is not None and (
+        report.assessment == "request_changes" or report.blocking_count > 0
+    )
 
 
 def review_cycles_remain(task: Task) -> bool:

@@ -109,6 +109,7 @@ class TaskQuerySet(VersionedQuerySet):
         created_by: str = CreatedBy.API,
         actor: str = "",
         idempotency_key: str | None = None,
+        issue_number: int | None = None,
     ) -> tuple[Task, bool]:
         """Create a task (and enqueue its first step), or return the one created
         earlier with the same idempotency key. Returns (task, created).
@@ -122,6 +123,8 @@ class TaskQuerySet(VersionedQuerySet):
             "priority": priority,
             "acceptance_criteria": acceptance_criteria,
         }
+        if issue_number is not None:
+            request["issue_number"] = issue_number
         fingerprint = request_fingerprint(request)
         if idempotency_key:
             existing = self.filter(idempotency_key=idempotency_key).first()
@@ -136,6 +139,7 @@ class TaskQuerySet(VersionedQuerySet):
             created_by=created_by,
             idempotency_key=idempotency_key or None,
             request_fingerprint=fingerprint,
+            issue_number=issue_number,
         )
         # Only the request is validated here: protected state fields refuse
         # full_clean's re-assignment (see STACK.md).
@@ -635,15 +639,15 @@ class Task(FSMModelMixin, VersionedLeasedModel):
 
     # -- helpers used by the transitions ---------------------------------------
 
-    def _finish_phase(self) -> None:
+    def _finish_phase(self, now: datetime | None = None) -> None:
         progress = self.phase_progress.setdefault(self.phase, {})
         progress["status"] = PhaseStatus.COMPLETED
-        progress["completed_at"] = timezone.now().isoformat()
+        progress["completed_at"] = (now or timezone.now()).isoformat()
 
     def _enter_phase(self, phase: str) -> None:
         now = timezone.now()
         if phase != self.phase:
-            self._finish_phase()
+            self._finish_phase(now)
         progress = self.phase_progress.setdefault(phase, {})
         progress["status"] = PhaseStatus.IN_PROGRESS
         progress.setdefault("started_at", now.isoformat())
@@ -664,8 +668,11 @@ class Task(FSMModelMixin, VersionedLeasedModel):
         )
         self.current_task = 0
         self.ci_passing = None
-        self.phase_progress.setdefault(self.phase, {})["status"] = PhaseStatus.PENDING
+        left = self.phase
         self._enter_phase(Phase.IMPLEMENTATION)
+        # The phase sent back is not done: it runs again after the next attempt.
+        self.phase_progress[left]["status"] = PhaseStatus.PENDING
+        self.phase_progress[left].pop("completed_at", None)
 
     def record_error(
         self,

@@ -1,0 +1,126 @@
+"""Steps are handed to django-q only after their transaction commits, by id."""
+
+from __future__ import annotations
+
+import pytest
+
+from codex.tasks.jobs import advance_task
+from codex.tasks.runners import PhaseResult
+from tests.factories import make_task, put_in_state
+from tests.phase_runner import verification
+from tests.pipeline.helpers import ADVANCE_JOB
+
+
+def _run(callbacks) -> None:
+    for callback in callbacks:
+        callback()
+
+
+@pytest.mark.django_db
+def test_creating_a_task_enqueues_its_first_step_once(
+    django_capture_on_commit_callbacks, enqueued
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        task = make_task()
+
+    assert len(callbacks) == 1
+    assert enqueued == []  # nothing is sent before the commit
+    _run(callbacks)
+    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+    assert isinstance(enqueued[0][0][1], str)
+
+
+@pytest.mark.django_db
+def test_a_step_that_leaves_the_task_in_progress_enqueues_the_next(
+    scripted_runner, django_capture_on_commit_callbacks, enqueued
+):
+    task = make_task()
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = advance_task(task.task_id)
+
+    assert result == "in_progress/planning"
+    assert len(callbacks) == 1
+    _run(callbacks)
+    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+
+
+@pytest.mark.django_db
+def test_a_step_that_loops_back_to_implementation_enqueues_the_next(
+    scripted_runner, django_capture_on_commit_callbacks, enqueued
+):
+    task = make_task()
+    for _ in range(3):
+        advance_task(task.task_id)
+    scripted_runner.queue(
+        "verification", PhaseResult(verification=verification(approve=False))
+    )
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = advance_task(task.task_id)
+
+    assert result == "in_progress/implementation"
+    _run(callbacks)
+    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("phase", "result", "expected"),
+    [
+        ("intake", PhaseResult.blocked("rate limited"), "blocked/intake"),
+        ("intake", PhaseResult.escalate("security issue"), "escalated/intake"),
+        ("intake", PhaseResult.failed("boom"), "failed/intake"),
+        ("release", PhaseResult(merged=True), "completed/release"),
+    ],
+    ids=["blocked", "escalated", "failed", "completed"],
+)
+def test_a_step_that_stops_the_task_enqueues_nothing(
+    scripted_runner,
+    django_capture_on_commit_callbacks,
+    enqueued,
+    phase,
+    result,
+    expected,
+):
+    task = make_task()
+    if phase == "release":
+        for _ in range(5):
+            advance_task(task.task_id)
+        task.refresh_from_db()
+        assert task.phase == "release"
+    scripted_runner.queue(phase, result)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        outcome = advance_task(task.task_id)
+
+    assert outcome == expected
+    _run(callbacks)
+    assert callbacks == []
+    assert enqueued == []
+
+
+@pytest.mark.django_db
+def test_a_skipped_step_enqueues_nothing(
+    scripted_runner, django_capture_on_commit_callbacks, enqueued
+):
+    task = put_in_state(make_task(), status="paused")
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert advance_task(task.task_id) == "skipped: paused"
+
+    assert callbacks == []
+    assert enqueued == []
+    assert scripted_runner.calls == []
+
+
+@pytest.mark.django_db
+def test_resuming_a_paused_task_enqueues_its_next_step(
+    django_capture_on_commit_callbacks, enqueued
+):
+    task = put_in_state(make_task(), status="paused")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        task.perform("resume", by="user:alice")
+
+    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
