@@ -137,9 +137,6 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# Django 6 will assume https for scheme-less URLs in forms; opt in now.
-FORMS_URLFIELD_ASSUME_HTTPS = True
-
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("CODEX_STATIC_ROOT", str(VAR_DIR / "static")))
 STORAGES = {

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import models
 
 from codex.repositories.models import Repository
 
@@ -15,3 +16,5 @@ class RepositoryAdmin(admin.ModelAdmin):
     list_filter = ["accepts_tasks", "registered_on_first_use"]
     search_fields = ["url"]
     readonly_fields = ["registered_on_first_use", "created_at"]
+    # Django 6 assumes https for scheme-less URLs; say so now (no warning).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
