@@ -218,6 +218,11 @@ CODEX_MAX_RETRIES = env_int("CODEX_MAX_RETRIES", 5, minimum=0)
 CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY = env_bool(
     "CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY", False
 )
+# Comma-separated Fernet keys, newest first; unset only with DEBUG or in tests.
+CODEX_FERNET_KEYS = env_list("CODEX_FERNET_KEYS", [])
+CODEX_NOTIFY_MAX_ATTEMPTS = env_int("CODEX_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
+# Spec 000: a claim not closed within its TTL becomes claimable again.
+CODEX_CLAIM_TTL_MINUTES = env_int("CODEX_CLAIM_TTL_MINUTES", 30, minimum=1)
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
 )

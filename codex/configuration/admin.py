@@ -1,1 +1,204 @@
-from django.contrib import admin  # noqa: F401
+"""The operator console for configuration and the forge caches.
+
+A secret is never rendered: lists and detail pages show "••••" and at most its
+last four characters, and the form's password field starts empty (blank keeps
+the stored value).
+"""
+
+from __future__ import annotations
+
+import os
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from codex.configuration.models import GitHubIssue, GitHubToken, Setting
+from codex.configuration.registry import KEYS, InvalidSettingValue, config_key
+
+
+def operator(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+class SettingForm(forms.ModelForm):
+    """Chooses a registry key and takes a new value, validated by its type."""
+
+    key = forms.ChoiceField(choices=[(key, key) for key in KEYS])
+    new_value = forms.CharField(
+        label="Value",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False),
+    )
+
+    class Meta:
+        model = Setting
+        fields = ["key"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["new_value"]
+        if self.instance.pk and not self.instance.is_encrypted:
+            field.widget = forms.TextInput(attrs={"size": 60})
+            field.initial = self.instance.value
+            field.help_text = "Blank keeps the current value."
+        elif self.instance.pk:
+            field.help_text = "Secret: type a new value, or leave blank to keep it."
+        else:
+            # The key is not known before submission, so any value is typed
+            # hidden: a secret must not be echoed back by a form with errors.
+            field.help_text = "Typed hidden, in case the key is secret."
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        key = cleaned.get("key") or self.instance.key
+        value = cleaned.get("new_value", "")
+        if not key:
+            return cleaned
+        if value == "":
+            if not self.instance.pk:
+                self.add_error("new_value", "A value is required.")
+            return cleaned
+        self.instance.key = key
+        try:
+            self.instance.set_value(value)
+        except InvalidSettingValue as exc:
+            self.add_error("new_value", str(exc))
+        return cleaned
+
+
+@admin.register(Setting)
+class SettingAdmin(admin.ModelAdmin):
+    form = SettingForm
+    list_display = [
+        "key",
+        "current_value",
+        "is_encrypted",
+        "source",
+        "updated_at",
+        "updated_by",
+    ]
+    list_filter = ["is_encrypted"]
+    search_fields = ["key"]
+    show_full_result_count = False
+    ordering = ["key"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["key", "new_value"]
+        return [
+            "key",
+            "description",
+            "current_value",
+            "new_value",
+            "is_encrypted",
+            "source",
+            "updated_at",
+            "updated_by",
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return [
+            "key",
+            "description",
+            "current_value",
+            "is_encrypted",
+            "source",
+            "updated_at",
+            "updated_by",
+        ]
+
+    @admin.display(description="Value")
+    def current_value(self, obj: Setting) -> str:
+        return obj.display_value
+
+    @admin.display(description="Description")
+    def description(self, obj: Setting) -> str:
+        return config_key(obj.key).description
+
+    @admin.display(description="In effect")
+    def source(self, obj: Setting) -> str:
+        env_var = config_key(obj.key).env_var
+        if env_var in os.environ:
+            return f"environment ({env_var} overrides this value)"
+        return "this value"
+
+    def save_model(self, request, obj: Setting, form, change) -> None:
+        obj.updated_by = operator(request)
+        super().save_model(request, obj, form, change)
+        obj.log_change(operator(request))
+
+
+@admin.register(GitHubIssue)
+class GitHubIssueAdmin(admin.ModelAdmin):
+    list_display = [
+        "number",
+        "title",
+        "repository",
+        "state",
+        "assignee",
+        "labels",
+        "updated_at",
+        "synced_at",
+    ]
+    list_filter = ["state"]
+    list_select_related = ["repository"]
+    search_fields = ["title", "=number", "assignee"]
+    show_full_result_count = False
+    date_hierarchy = "updated_at"
+    readonly_fields = [
+        "repository",
+        "number",
+        "title",
+        "body",
+        "state",
+        "assignee",
+        "labels",
+        "created_at",
+        "updated_at",
+        "closed_at",
+        "synced_at",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # filled by the GitHub sync and webhooks only
+
+
+@admin.register(GitHubToken)
+class GitHubTokenAdmin(admin.ModelAdmin):
+    """View the cached tokens masked; deleting one forces a refresh."""
+
+    list_display = [
+        "name",
+        "masked_token",
+        "expires_at",
+        "refreshed_at",
+        "lease_holder",
+        "lease_expires_at",
+    ]
+    search_fields = ["name"]
+    show_full_result_count = False
+    fields = [
+        "name",
+        "masked_token",
+        "expires_at",
+        "refreshed_at",
+        "version",
+        "lease_holder",
+        "lease_expires_at",
+        "updated_at",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="Token")
+    def masked_token(self, obj: GitHubToken) -> str:
+        return obj.masked_token
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -115,7 +115,22 @@ class VersionedLeasedModel(models.Model):
         }
 
     def refresh_from_db(self, using=None, fields=None, **kwargs: Any) -> None:
-        super().refresh_from_db(using=using, fields=fields, **kwargs)
+        # django-fsm's FSMModelMixin un-protects state fields class-wide while it
+        # refreshes, which races between threads. A protected field may be set
+        # once per instance: forget this instance's values, then load them.
+        names = fields or [field.attname for field in self._meta.concrete_fields]
+        forgotten = {
+            field.attname: self.__dict__.pop(field.attname)
+            for field in self._meta.concrete_fields
+            if getattr(field, "protected", False)
+            and field.attname in names
+            and field.attname in self.__dict__
+        }
+        try:
+            super().refresh_from_db(using=using, fields=list(names), **kwargs)
+        finally:
+            for name, value in forgotten.items():  # only those not re-read
+                self.__dict__.setdefault(name, value)
         if fields is None or not hasattr(self, "_loaded_values"):
             self._remember_loaded_state()
             return

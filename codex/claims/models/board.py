@@ -1,0 +1,152 @@
+"""The GitHub Projects v2 board (spec 000 §3 GitHubProjectItem)."""
+
+from __future__ import annotations
+
+from django.db import models, transaction
+from django.utils import timezone
+from django_fsm import FSMField, transition
+
+from codex.core.logged_state import LoggedStateModel
+from codex.core.models import VersionedQuerySet
+from codex.events.models import Event, EventKind
+
+
+class BoardStatus(models.TextChoices):
+    """The board's Status column; labels are the option names on GitHub."""
+
+    TODO = "todo", "Todo"
+    IN_PROGRESS = "in_progress", "In Progress"
+    DONE = "done", "Done"
+
+
+class GitHubProject(models.Model):
+    """A repository's Projects v2 board: the ids GraphQL mutations need
+    (spec 000 §3, the parent `.github_project.json`)."""
+
+    repository = models.OneToOneField(
+        "repositories.Repository",
+        on_delete=models.PROTECT,
+        related_name="github_project",
+    )
+    project_id = models.CharField(
+        max_length=100, unique=True, help_text='GraphQL node id, e.g. "PVT_kwDO...".'
+    )
+    project_number = models.PositiveIntegerField()
+    status_field_id = models.CharField(max_length=100)
+    todo_option_id = models.CharField("Todo option id", max_length=100)
+    in_progress_option_id = models.CharField("In Progress option id", max_length=100)
+    done_option_id = models.CharField("Done option id", max_length=100)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["repository"]
+        verbose_name = "GitHub project"
+
+    def __str__(self) -> str:
+        return f"project {self.project_number} of {self.repository}"
+
+    def option_id(self, status: str) -> str:
+        """The single-select option id that puts an item in `status`."""
+        return {
+            BoardStatus.TODO: self.todo_option_id,
+            BoardStatus.IN_PROGRESS: self.in_progress_option_id,
+            BoardStatus.DONE: self.done_option_id,
+        }[status]
+
+
+class BoardItemQuerySet(VersionedQuerySet):
+    """Board items; `add` is how an issue gets onto the board."""
+
+    protected_update_fields = frozenset({"status"})
+
+    def add(
+        self, project: GitHubProject, issue_number: int, item_id: str, *, by: str
+    ) -> BoardItem:
+        """Put issue `issue_number` on the board in Todo ("--add--> [Todo]")."""
+        with transaction.atomic():
+            item = self.create(
+                project=project, issue_number=issue_number, item_id=item_id
+            )
+            Event.log(
+                EventKind.CLAIM,
+                actor=by,
+                reason="added to the project board",
+                subject=item.event_subject,
+                field="board_status",
+                target=item.status,
+                data={"transition": "add", "item_id": item_id},
+            )
+        return item
+
+
+class BoardItem(LoggedStateModel):
+    """An issue's card on the project board (spec 000 §3).
+
+    Status (spec 000 §3)::
+
+        [not on board] ──add──▶ todo ──claim──▶ in_progress ──close──▶ done
+
+    `status_updated_at` is the spec's `updated_at` (last status change); the
+    inherited `updated_at` is the row's own write time.
+    """
+
+    project = models.ForeignKey(
+        GitHubProject, on_delete=models.CASCADE, related_name="items"
+    )
+    issue_number = models.PositiveIntegerField()
+    item_id = models.CharField(
+        max_length=100, unique=True, help_text='GraphQL node id, e.g. "PVTI_...".'
+    )
+    status = FSMField(
+        max_length=20,
+        choices=BoardStatus.choices,
+        default=BoardStatus.TODO,
+        protected=True,
+    )
+    added_at = models.DateTimeField(default=timezone.now)
+    status_updated_at = models.DateTimeField(null=True, blank=True)
+
+    objects = BoardItemQuerySet.as_manager()
+
+    event_kind = EventKind.CLAIM
+    state_field = "board_status"
+
+    class Meta:
+        ordering = ["project", "issue_number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "issue_number"], name="board_item_one_per_issue"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.issue_number} ({self.get_status_display()})"
+
+    @property
+    def event_subject(self) -> str:
+        return f"board:{self.project.repository.full_name}#{self.issue_number}"
+
+    @property
+    def option_id(self) -> str:
+        """The project's option id for the current status."""
+        return self.project.option_id(self.status)
+
+    @transition(
+        field=status,
+        source=BoardStatus.TODO,
+        target=BoardStatus.IN_PROGRESS,
+        custom={"label": "Move to In Progress"},
+    )
+    def claim(self, *, by: str, reason: str = "issue claimed") -> None:
+        """A session claimed the issue."""
+        self.status_updated_at = timezone.now()
+
+    @transition(
+        field=status,
+        source=BoardStatus.IN_PROGRESS,
+        target=BoardStatus.DONE,
+        custom={"label": "Move to Done"},
+    )
+    def close(self, *, by: str, reason: str = "issue closed") -> None:
+        """The issue was closed."""
+        self.status_updated_at = timezone.now()

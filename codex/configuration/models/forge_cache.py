@@ -1,0 +1,264 @@
+"""Caches of the forge (GitHub): its issues (spec 004) and its token (spec 002).
+
+They live with configuration, not with the tasks, because both hold
+credentials-adjacent, operator-managed data: the token is a secret encrypted
+with the same keys as secret settings (and re-encrypted by `rotate_secrets`),
+and the issue cache is what an operator inspects or clears when a sync goes
+wrong. Both are caches: the forge is the truth, and deleting a row only costs
+a refetch.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from codex.configuration import crypto
+from codex.core.models import VersionedLeasedModel
+
+# Spec 002 §1: "GitHub Token Cache | agent-state | YAML | 1 hour".
+TOKEN_LIFETIME = timedelta(hours=1)
+# A token with less than this left is refreshed before use, so that a call
+# started with it does not fail half way through.
+REFRESH_MARGIN = timedelta(minutes=5)
+
+
+class GitHubIssueState(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+
+def _when(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return parse_datetime(str(value))
+
+
+class GitHubIssueQuerySet(models.QuerySet):
+    def upsert_from_api(
+        self, repository, payload: Mapping[str, Any]
+    ) -> GitHubIssue | None:
+        """Cache an issue from a GitHub REST or webhook `issue` payload.
+
+        Pull requests (GitHub lists them as issues, with a `pull_request` key)
+        are not cached: returns None. A payload older than the cached row
+        (`updated_at`) is ignored, so out-of-order webhooks and a sync racing a
+        webhook cannot move the cache backwards. Safe to call concurrently.
+        """
+        if payload.get("pull_request"):
+            return None
+        number = int(payload["number"])
+        updated_at = _when(payload.get("updated_at"))
+        assignee = payload.get("assignee") or {}
+        values = {
+            "title": payload.get("title") or "",
+            "body": payload.get("body") or "",
+            "state": payload.get("state") or GitHubIssueState.OPEN,
+            "assignee": assignee.get("login", "") if assignee else "",
+            "labels": sorted(
+                label["name"] if isinstance(label, Mapping) else str(label)
+                for label in payload.get("labels") or []
+            ),
+            "created_at": _when(payload.get("created_at")),
+            "updated_at": updated_at,
+            "closed_at": _when(payload.get("closed_at")),
+            "synced_at": timezone.now(),
+        }
+        rows = self.filter(repository=repository, number=number)
+        not_newer = Q(updated_at__isnull=True)
+        if updated_at is not None:
+            not_newer |= Q(updated_at__lte=updated_at)
+        for _ in range(2):
+            if rows.filter(not_newer).update(**values):
+                return rows.get()
+            if rows.exists():
+                return rows.get()  # the cached copy is newer
+            try:
+                with transaction.atomic():
+                    return self.create(repository=repository, number=number, **values)
+            except IntegrityError:
+                continue  # created concurrently: update that row instead
+        return rows.get()
+
+
+class GitHubIssue(models.Model):
+    """A cached GitHub issue (spec 004 `github_issues`), refreshed by the sync
+    and by webhooks to save API calls.
+
+    `created_at`, `updated_at` and `closed_at` are GitHub's timestamps;
+    `synced_at` is when Codex last fetched the issue. Spec 004 keys issues by
+    number alone with repo_owner/repo_name beside it; here the repository is a
+    foreign key and (repository, number) is unique, so two repositories' #1 do
+    not collide.
+    """
+
+    repository = models.ForeignKey(
+        "repositories.Repository",
+        on_delete=models.CASCADE,
+        related_name="github_issues",
+    )
+    number = models.PositiveIntegerField()
+    title = models.TextField()
+    body = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=GitHubIssueState.choices)
+    assignee = models.CharField(max_length=100, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(default=timezone.now)
+
+    objects = GitHubIssueQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "GitHub issue (cached)"
+        verbose_name_plural = "GitHub issues (cached)"
+        ordering = ["repository", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "number"], name="github_issue_unique_number"
+            )
+        ]
+        # Spec 004 "Performance Indexes": idx_github_issues_state ON (state) and
+        # idx_github_issues_updated ON (updated_at), scoped by repository
+        # because every query here is about one repository.
+        indexes = [
+            models.Index(fields=["repository", "state"], name="github_issue_state"),
+            models.Index(
+                fields=["repository", "updated_at"], name="github_issue_updated"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.title[:60]}"
+
+
+def _default_holder() -> str:
+    return f"token-refresh:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class GitHubToken(VersionedLeasedModel):
+    """The cached GitHub token (spec 002 `github-token-cache.yml`), one per name
+    (e.g. "default" or "installation:1234").
+
+    The token is Fernet-encrypted at rest and lives at most one hour (spec 002
+    §1). Replacing it requires the lease, as spec 002 §5.3 says: "Refresh GitHub
+    token | agent-state | Yes (60s)", so when many workers find it stale, one
+    fetches and the others wait for the lease and then use the new token.
+    """
+
+    name = models.CharField(max_length=200, unique=True, default="default")
+    token_encrypted = models.TextField(blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    lease_guarded_fields = ("token_encrypted", "expires_at")
+
+    class Meta:
+        verbose_name = "GitHub token (cached)"
+        verbose_name_plural = "GitHub tokens (cached)"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def token(self) -> str:
+        """The token in clear text ("" when none is cached)."""
+        return crypto.decrypt(self.token_encrypted) if self.token_encrypted else ""
+
+    @property
+    def masked_token(self) -> str:
+        """ "••••" and at most the token's last four characters."""
+        try:
+            return crypto.mask(self.token)
+        except crypto.SecretUnreadable:
+            return f"{crypto.MASK} (cannot be decrypted with the current keys)"
+
+    def is_fresh(self, now: datetime | None = None) -> bool:
+        """Whether the token has more than REFRESH_MARGIN (5 minutes) left."""
+        now = now or timezone.now()
+        return bool(
+            self.token_encrypted
+            and self.expires_at
+            and self.expires_at - now > REFRESH_MARGIN
+        )
+
+    def store(self, token: str, expires_at: datetime | None) -> None:
+        """Put a new token in place (saved by the caller, who holds the lease).
+
+        The expiry is capped at one hour from now: the spec's lifespan of the
+        cache, also for tokens (personal ones) that never expire.
+        """
+        if not token:
+            raise ValueError("fetch returned an empty token")
+        if expires_at is not None and timezone.is_naive(expires_at):
+            raise ValueError("fetch must return an aware expiry datetime")
+        now = timezone.now()
+        limit = now + TOKEN_LIFETIME
+        self.token_encrypted = crypto.encrypt(token)
+        self.expires_at = min(expires_at, limit) if expires_at else limit
+        self.refreshed_at = now
+
+    @classmethod
+    def get_or_refresh(
+        cls,
+        fetch: Callable[[], tuple[str, datetime | None]],
+        *,
+        name: str = "default",
+        holder: str | None = None,
+        **acquire_options: Any,
+    ) -> str:
+        """The cached token while more than 5 minutes remain; otherwise a new one
+        from `fetch()` (token, expiry), fetched under the lease.
+
+        A caller that finds someone else refreshing waits for the lease
+        (CODEX_LEASE_RETRY_ATTEMPTS × CODEX_LEASE_RETRY_BACKOFF_SECONDS, or
+        `acquire_options` for acquire_lease) and then returns the token that
+        caller stored, without fetching. Raises LeaseUnavailable when the lease
+        never frees up.
+        """
+        cached, _ = cls.objects.get_or_create(name=name)
+        if cached.is_fresh():
+            return cached.token
+        holder = holder or _default_holder()
+        cached.acquire_lease(holder, **acquire_options)
+        try:
+            # Whoever held the lease before us may have just stored a token.
+            cached.refresh_from_db()
+            if cached.is_fresh():
+                return cached.token
+            token, expires_at = fetch()
+            cached.store(token, expires_at)
+            cached.save(release_lease=True)
+            return token
+        finally:
+            if cached.held_lease == holder:
+                cached.release_lease()
+
+    @classmethod
+    def reencrypt_all(cls) -> int:
+        """Re-encrypt every cached token with the current key; returns how many.
+
+        The UPDATE is conditional on the old ciphertext, so a refresh that wrote
+        a new token meanwhile is not overwritten.
+        """
+        count = 0
+        rows = cls.objects.exclude(token_encrypted="").values_list(
+            "pk", "token_encrypted"
+        )
+        for pk, old in rows:
+            new = crypto.rotate(old)
+            count += cls.objects.filter(pk=pk, token_encrypted=old).update(
+                token_encrypted=new, version=F("version") + 1
+            )
+        return count

@@ -1,0 +1,136 @@
+"""State machines on versioned models whose transitions go to the event log.
+
+Shared by claims, backlog runs, board items, agent instances and agent runs:
+a transition queues its event (see `record_transition_event`); `save()` writes
+the row and the queued events in one transaction, so a save refused by the
+version check (VersionConflict) leaves no event behind. `perform()` is the one
+entry point for workers, webhooks and the admin.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from django.db import models, transaction
+from django_fsm import TransitionNotAllowed
+
+from codex.core.models import VersionedLeasedModel
+from codex.events.models import Event
+
+
+class LoggedStateModel(VersionedLeasedModel):
+    """A versioned model whose `state_field` transitions are written to the log.
+
+    Subclasses set `event_kind`, `state_field` (default "status") and implement
+    `event_subject`; `event_fields()` adds fields every event carries (the task),
+    `after_transition()` applies rules that follow a transition automatically.
+    """
+
+    event_kind: str = ""
+    state_field: str = "status"
+
+    class Meta:
+        abstract = True
+
+    @property
+    def event_subject(self) -> str:
+        """The event log's `subject` for this object, e.g. "instance:work-1-a1"."""
+        raise NotImplementedError
+
+    def event_fields(self) -> dict[str, Any]:
+        """Fields every event about this object carries (task, data)."""
+        return {"task_id": getattr(self, "task_id", None)}
+
+    def after_transition(self, name: str, *, by: str) -> None:
+        """Hook: runs after transition `name` changed the state, before saving
+        (a third failure blocks a claim)."""
+
+    def record(self, *, by: str, reason: str = "", **fields: Any) -> None:
+        """Queue an event; it is written in the same transaction as the next save
+        (after it, so a new row's id is known)."""
+        self.__dict__.setdefault("_pending_events", []).append(
+            {"actor": by, "reason": reason, **fields}
+        )
+
+    def _build_event(self, queued: dict[str, Any]) -> Event:
+        values = self.event_fields()
+        data = {**values.pop("data", {}), **queued.pop("data", {})}
+        return Event(
+            kind=self.event_kind,
+            subject=self.event_subject,
+            data=data,
+            **values,
+            **queued,
+        )
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        pending = self.__dict__.get("_pending_events", [])
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if pending:
+                Event.objects.bulk_create(
+                    [self._build_event(dict(queued)) for queued in pending]
+                )
+        self._pending_events = []
+
+    def perform(self, action: str, *, by: str, reason: str = "", **arguments: Any):
+        """Run transition `action` and save it with its event, atomically.
+
+        Raises TransitionNotAllowed (wrong state or a guard said no) or
+        VersionConflict (someone else changed the row since it was read);
+        nothing is written then.
+        """
+        method = getattr(self, action, None)
+        if method is None or not hasattr(method, "_django_fsm"):
+            raise TransitionNotAllowed(
+                f"{action!r} is not a transition of {self._meta.verbose_name}"
+            )
+        if reason:
+            arguments["reason"] = reason
+        snapshot = {f.attname: getattr(self, f.attname) for f in self._meta.fields}
+        try:
+            method(by=by, **arguments)
+            # Only what the transition changed is written, so liveness stamps
+            # another process wrote meanwhile (heartbeat, pid) are not lost.
+            changed = [
+                f.name
+                for f in self._meta.concrete_fields
+                if getattr(self, f.attname) != snapshot[f.attname]
+            ]
+            self.save(update_fields=changed)
+        except BaseException:
+            # Leave the in-memory object as it was read, not half-transitioned.
+            self.__dict__.update(snapshot)
+            self._pending_events = []
+            raise
+        return self
+
+
+def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
+    """django-fsm post_transition receiver for LoggedStateModel subclasses."""
+    if not isinstance(instance, LoggedStateModel):
+        return
+    method_kwargs = kwargs.get("method_kwargs") or {}
+    by = str(method_kwargs.get("by") or "unknown")
+    instance.record(
+        by=by,
+        reason=str(method_kwargs.get("reason") or _default_reason(instance, name)),
+        field=instance.state_field,
+        source=source,
+        target=target,
+        data={"transition": name},
+    )
+    instance.after_transition(name, by=by)
+
+
+def _default_reason(instance: LoggedStateModel, name: str) -> str:
+    default = inspect.signature(getattr(type(instance), name)).parameters.get("reason")
+    if default is None or default.default is inspect.Parameter.empty:
+        return name
+    return str(default.default)
+
+
+def positive(field: str) -> models.Q:
+    """A CheckConstraint condition: `field` is null or at least 1."""
+    return models.Q(**{f"{field}__isnull": True}) | models.Q(**{f"{field}__gte": 1})

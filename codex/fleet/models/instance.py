@@ -1,0 +1,423 @@
+"""Agent instances of spec 004: one agent at work, in its worktree and branch."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import IntegrityError, models, transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django_fsm import FSMField, transition
+
+from codex.core.logged_state import LoggedStateModel, positive
+from codex.core.models import VersionedQuerySet
+from codex.events.models import Event, EventKind
+from codex.fleet.models import guards
+from codex.fleet.models.choices import (
+    InstanceStatus,
+    InstanceType,
+    RelationshipType,
+    ReviewLoopStatus,
+)
+
+# "work-123-a1", "review-123-a1", "planning-a1" (spec 004, instances.id).
+INSTANCE_ID_PATTERN = (
+    r"^(?:(?:work|review)-[1-9][0-9]*-a[1-9][0-9]*|planning-a[1-9][0-9]*)$"
+)
+_ISSUE_ID = re.compile(r"^(work|review)-([1-9][0-9]*)-a([1-9][0-9]*)$")
+_PLANNING_ID = re.compile(r"^planning-a([1-9][0-9]*)$")
+ID_PREFIX = {
+    InstanceType.CODING: "work",
+    InstanceType.REVIEW: "review",
+    InstanceType.PLANNING: "planning",
+}
+# Spec 004's review-loop query: >= 3 is approaching the limit, >= 5 is at it.
+APPROACHING_LIMIT_ITERATION = 3
+AT_LIMIT_ITERATION = 5
+# Spec 004: "HAVING MAX(ir.review_iteration) >= 2 -- multiple review cycles".
+MULTIPLE_REVIEWS_ITERATION = 2
+
+
+def new_instance_id(type: str, issue_number: int | None, agent_number: int) -> str:
+    """The id spec 004 prescribes: work-<issue>-a<n>, review-<issue>-a<n>,
+    planning-a<n>. Raises ValueError when the parts cannot form one."""
+    if agent_number < 1:
+        raise ValueError("agent_number starts at 1")
+    if type == InstanceType.PLANNING:
+        return f"planning-a{agent_number}"
+    if type not in (InstanceType.CODING, InstanceType.REVIEW):
+        raise ValueError(f"unknown instance type {type!r}")
+    if not issue_number or issue_number < 1:
+        raise ValueError(f"a {type} instance works on an issue: issue_number needed")
+    return f"{ID_PREFIX[type]}-{issue_number}-a{agent_number}"
+
+
+def parse_instance_id(instance_id: str) -> tuple[str, int | None, int]:
+    """(type, issue_number, agent_number) of an instance id; ValueError if none."""
+    if match := _ISSUE_ID.match(instance_id):
+        prefix, issue, agent = match.groups()
+        type_ = InstanceType.CODING if prefix == "work" else InstanceType.REVIEW
+        return type_, int(issue), int(agent)
+    if match := _PLANNING_ID.match(instance_id):
+        return InstanceType.PLANNING, None, int(match.group(1))
+    raise ValueError(f"{instance_id!r} is not an instance id")
+
+
+class AgentInstanceQuerySet(VersionedQuerySet):
+    protected_update_fields = frozenset({"status", "instance_id", "type"})
+
+    def running(self) -> AgentInstanceQuerySet:
+        """Spec 004's dashboard "running instances": every one not terminated.
+
+        The spec's query says `WHERE i.status = 'running'`, a value its own CHECK
+        does not allow; its CASE shows everything else as 'Terminated', so
+        running means "not terminated".
+        """
+        return self.exclude(status=InstanceStatus.TERMINATED)
+
+    def with_review_loop_status(self) -> AgentInstanceQuerySet:
+        """Annotate `total_reviews`, `highest_review_iteration` (0 when none) and
+        `review_loop_status` from the instance's spawned_review relationships.
+
+        Spec 004's CASE tests `>= 3` before `>= 5`, so AT_LIMIT could never be
+        chosen; what it means is checked here: >= 5 AT_LIMIT, then >= 3
+        APPROACHING_LIMIT, else NORMAL.
+        """
+        reviews = Q(
+            child_relationships__relationship_type=RelationshipType.SPAWNED_REVIEW
+        )
+        highest = Coalesce(
+            Max("child_relationships__review_iteration", filter=reviews), 0
+        )
+        return self.annotate(
+            total_reviews=Count("child_relationships", filter=reviews),
+            highest_review_iteration=highest,
+            review_loop_status=models.Case(
+                models.When(
+                    highest_review_iteration__gte=AT_LIMIT_ITERATION,
+                    then=models.Value(ReviewLoopStatus.AT_LIMIT),
+                ),
+                models.When(
+                    highest_review_iteration__gte=APPROACHING_LIMIT_ITERATION,
+                    then=models.Value(ReviewLoopStatus.APPROACHING_LIMIT),
+                ),
+                default=models.Value(ReviewLoopStatus.NORMAL),
+                output_field=models.CharField(),
+            ),
+        )
+
+    def review_loops(self) -> AgentInstanceQuerySet:
+        """Spec 004's "review loop tracking": coding agents not terminated with at
+        least 2 review cycles, the highest iteration first."""
+        return (
+            self.filter(type=InstanceType.CODING)
+            .exclude(status=InstanceStatus.TERMINATED)
+            .with_review_loop_status()
+            .filter(highest_review_iteration__gte=MULTIPLE_REVIEWS_ITERATION)
+            .order_by("-highest_review_iteration", "created_at")
+        )
+
+    def start(
+        self,
+        *,
+        type: str,
+        repository,
+        worktree_path: str,
+        branch_name: str,
+        by: str,
+        issue_number: int | None = None,
+        **fields: Any,
+    ) -> AgentInstance:
+        """Create a started instance with the next free agent number for its
+        repository, type and issue (work-123-a1, then -a2, ...), and log it."""
+        for _ in range(5):
+            taken = self.filter(
+                repository=repository, type=type, issue_number=issue_number
+            ).aggregate(highest=Max("agent_number"))["highest"]
+            agent_number = (taken or 0) + 1
+            instance = self.model(
+                type=type,
+                repository=repository,
+                worktree_path=worktree_path,
+                branch_name=branch_name,
+                issue_number=issue_number,
+                agent_number=agent_number,
+                instance_id=new_instance_id(type, issue_number, agent_number),
+                **fields,
+            )
+            # The database, not a racy pre-check, decides uniqueness (see except).
+            instance.full_clean(
+                exclude=["status"], validate_unique=False, validate_constraints=False
+            )
+            try:
+                with transaction.atomic():
+                    instance.record(
+                        by=by,
+                        reason="instance started",
+                        field="status",
+                        target="started",
+                    )
+                    instance.save()
+                return instance
+            except IntegrityError:
+                # Another worker took this number at the same moment; take the next.
+                instance._pending_events = []
+        raise IntegrityError("could not allocate a free agent number")
+
+
+class AgentInstance(LoggedStateModel):
+    """One agent at work (spec 004 `instances`): a coding, review or planning agent
+    in its own worktree and branch, identified as work-123-a1, review-123-a1 or
+    planning-a1 (unique within a repository; several coding agents on one issue
+    are -a1, -a2, ...).
+
+    Status: the five transitions spec 004 can observe, each logged as an event::
+
+        started ──request_review──▶ waiting_review ──request_review──▶ (again)
+        started | waiting_review ──create_pr──▶ pr_created
+        pr_created ──merged──▶ pr_merged
+        pr_created ──closed──▶ pr_closed
+        any but terminated ──terminate──▶ terminated
+
+    request_review is for coding agents only and only while fewer than the
+    configured `review.max_iterations` reviews were spawned. Heartbeats and
+    activity stamps are not state: they do not bump `version`.
+    """
+
+    instance_id = models.CharField(
+        max_length=40,
+        editable=False,
+        validators=[
+            RegexValidator(
+                INSTANCE_ID_PATTERN,
+                "Not an instance id (work-123-a1, review-123-a1, planning-a1).",
+            )
+        ],
+    )
+    type = models.CharField(max_length=10, choices=InstanceType.choices)
+    status = FSMField(
+        max_length=20,
+        choices=InstanceStatus.choices,
+        default=InstanceStatus.STARTED,
+        protected=True,
+    )
+    repository = models.ForeignKey(
+        "repositories.Repository", on_delete=models.PROTECT, related_name="instances"
+    )
+    task = models.ForeignKey(
+        "tasks.Task",
+        on_delete=models.PROTECT,
+        related_name="instances",
+        null=True,
+        blank=True,
+    )
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        related_name="children",
+        null=True,
+        blank=True,
+        help_text="The coding instance a review instance reviews.",
+    )
+
+    # Git and worktree.
+    worktree_path = models.CharField(max_length=500)
+    branch_name = models.CharField(max_length=200)
+    base_branch = models.CharField(max_length=200, blank=True)
+
+    # The process running the agent.
+    session_name = models.CharField(
+        max_length=200, blank=True, help_text="Terminal or worker session name."
+    )
+    process_id = models.PositiveIntegerField(null=True, blank=True)
+    process_host = models.CharField(max_length=200, blank=True)
+
+    # GitHub.
+    issue_number = models.PositiveIntegerField(null=True, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    pr_url = models.URLField(max_length=300, blank=True)
+
+    system_prompt = models.TextField(blank=True)
+    agent_number = models.PositiveSmallIntegerField(default=1)
+
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    last_activity = models.DateTimeField(default=timezone.now)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AgentInstanceQuerySet.as_manager()
+
+    event_kind = EventKind.INSTANCE
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # Spec 004 "Performance Indexes", per repository where ids are.
+            models.Index(fields=["type", "status"], name="instance_type_status"),
+            models.Index(fields=["repository", "issue_number"], name="instance_issue"),
+            models.Index(fields=["-created_at", "-id"], name="instance_created"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "instance_id"], name="instance_id_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(type=InstanceType.CODING, instance_id__startswith="work-")
+                | Q(type=InstanceType.REVIEW, instance_id__startswith="review-")
+                | Q(type=InstanceType.PLANNING, instance_id__startswith="planning-"),
+                name="instance_id_matches_type",
+            ),
+            models.CheckConstraint(
+                condition=Q(type=InstanceType.PLANNING) | Q(issue_number__isnull=False),
+                name="instance_coding_review_have_issue",
+            ),
+            models.CheckConstraint(
+                condition=positive("agent_number"), name="instance_agent_number_gte_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.instance_id
+
+    @property
+    def event_subject(self) -> str:
+        return f"instance:{self.instance_id}"
+
+    def event_fields(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "data": {"instance": self.pk, "repository": self.repository_id},
+        }
+
+    def clean(self) -> None:
+        """The id must be the one its type, issue and agent number make."""
+        try:
+            expected = new_instance_id(self.type, self.issue_number, self.agent_number)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        if self.instance_id != expected:
+            raise ValidationError(
+                {
+                    "instance_id": f"{self.instance_id!r} does not match its type, "
+                    f"issue and agent number (expected {expected!r})."
+                }
+            )
+
+    # -- transitions (spec 004 "Observable State Transitions") ------------------
+
+    @transition(
+        field=status,
+        source=[InstanceStatus.STARTED, InstanceStatus.WAITING_REVIEW],
+        target=InstanceStatus.WAITING_REVIEW,
+        conditions=[guards.is_coding_agent, guards.review_iterations_remain],
+        custom={"admin": False},
+    )
+    def request_review(self, *, by: str, reason: str = "review requested") -> None:
+        """The coding agent called the `request_review` tool."""
+        self.last_activity = timezone.now()
+
+    @transition(
+        field=status,
+        source=[InstanceStatus.STARTED, InstanceStatus.WAITING_REVIEW],
+        target=InstanceStatus.PR_CREATED,
+        custom={"admin": False},
+    )
+    def create_pr(
+        self,
+        *,
+        by: str,
+        pr_number: int,
+        pr_url: str = "",
+        reason: str = "pull request created",
+    ) -> None:
+        """The agent called the `create_pr` tool."""
+        self.pr_number = pr_number
+        self.pr_url = pr_url
+        self.last_activity = timezone.now()
+
+    @transition(
+        field=status,
+        source=InstanceStatus.PR_CREATED,
+        target=InstanceStatus.PR_MERGED,
+        custom={"label": "Pull request merged"},
+    )
+    def merged(self, *, by: str, reason: str = "pull request merged") -> None:
+        """GitHub (webhook or polling) reports the pull request merged."""
+
+    @transition(
+        field=status,
+        source=InstanceStatus.PR_CREATED,
+        target=InstanceStatus.PR_CLOSED,
+        custom={"label": "Pull request closed"},
+    )
+    def closed(self, *, by: str, reason: str = "pull request closed") -> None:
+        """GitHub reports the pull request closed without a merge."""
+
+    @transition(
+        field=status,
+        source=[
+            InstanceStatus.STARTED,
+            InstanceStatus.WAITING_REVIEW,
+            InstanceStatus.PR_CREATED,
+            InstanceStatus.PR_MERGED,
+            InstanceStatus.PR_CLOSED,
+        ],
+        target=InstanceStatus.TERMINATED,
+        custom={"label": "Terminate"},
+    )
+    def terminate(self, *, by: str, reason: str = "terminated") -> None:
+        """The agent's process and session end; the worktree may be cleaned up."""
+        self.ended_at = timezone.now()
+
+    # -- liveness (not state: no version bump, never a VersionConflict) ---------
+
+    def attach_process(self, *, pid: int, host: str, session_name: str = "") -> None:
+        """Record the process now running this instance, and when it started."""
+        now = timezone.now()
+        values = {
+            "process_id": pid,
+            "process_host": host,
+            "session_name": session_name or self.session_name,
+            "started_at": self.started_at or now,
+            "heartbeat_at": now,
+            "last_activity": now,
+        }
+        type(self)._base_manager.filter(pk=self.pk).update(**values)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def beat(self, *, active: bool = False) -> None:
+        """A heartbeat from the worker; `active` also stamps last_activity."""
+        now = timezone.now()
+        values = {"heartbeat_at": now, **({"last_activity": now} if active else {})}
+        type(self)._base_manager.filter(pk=self.pk).update(**values)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def is_silent_for(self, period: timedelta) -> bool:
+        """No heartbeat (or, before any, no activity) within `period`."""
+        last = self.heartbeat_at or self.last_activity
+        return last < timezone.now() - period
+
+    # -- relationships and events -----------------------------------------------
+
+    def current_review_iteration(self) -> int:
+        """The highest review iteration spawned from this instance (0 if none)."""
+        return (
+            self.child_relationships.filter(
+                relationship_type=RelationshipType.SPAWNED_REVIEW
+            ).aggregate(highest=Max("review_iteration"))["highest"]
+            or 0
+        )
+
+    def tool_events(self) -> models.QuerySet[Event]:
+        """This instance's tool calls from the event log, oldest first."""
+        from codex.fleet.tool_events import tool_events_for
+
+        return tool_events_for(self)

@@ -1,0 +1,72 @@
+"""Instance relationships of spec 004: who spawned, forked or planned whom."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from codex.fleet.limits import REVIEW_ITERATION_CAP
+from codex.fleet.models.choices import RelationshipType
+
+
+class InstanceRelationship(models.Model):
+    """A link from a parent instance to a child instance (spec 004
+    `instance_relationships`): a coding agent spawning a review
+    (`spawned_review`), a coding agent forking a parallel one (`created_fork`),
+    a planning agent leading to an issue's agent (`planning_to_issue`).
+
+    `review_iteration` counts review loops, 1..5, enforced by the database
+    (spec: "CHECK (review_iteration > 0 AND review_iteration <= 5)"); a parent
+    can hold each review iteration once, so two workers spawning a review at
+    the same moment cannot both take the same iteration.
+    """
+
+    parent = models.ForeignKey(
+        "fleet.AgentInstance",
+        on_delete=models.PROTECT,
+        related_name="child_relationships",
+    )
+    child = models.ForeignKey(
+        "fleet.AgentInstance",
+        on_delete=models.PROTECT,
+        related_name="parent_relationships",
+    )
+    relationship_type = models.CharField(
+        max_length=20, choices=RelationshipType.choices
+    )
+    review_iteration = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            # Spec 004's idx_relationships_parent/_child are the foreign keys'
+            # own indexes; idx_relationships_review_iteration is the unique
+            # constraint below.
+            models.Index(fields=["child", "relationship_type"], name="rel_child_type"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(review_iteration__gte=1)
+                & Q(review_iteration__lte=REVIEW_ITERATION_CAP),
+                name="relationship_review_iteration_1_to_5",
+            ),
+            models.CheckConstraint(
+                condition=Q(relationship_type__in=RelationshipType.values),
+                name="relationship_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(parent=models.F("child")),
+                name="relationship_not_to_itself",
+            ),
+            models.UniqueConstraint(
+                fields=["parent", "review_iteration"],
+                condition=Q(relationship_type=RelationshipType.SPAWNED_REVIEW),
+                name="relationship_review_iteration_once",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.parent} → {self.child} ({self.relationship_type})"

@@ -1,0 +1,58 @@
+"""The review loop of spec 004: a coding agent asks for a review, a review
+agent is spawned and linked to it with the next review iteration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from codex.fleet.models import (
+    AgentInstance,
+    InstanceRelationship,
+    InstanceType,
+    RelationshipType,
+)
+
+
+def spawn_review(
+    coding: AgentInstance,
+    *,
+    by: str,
+    worktree_path: str,
+    branch_name: str,
+    reason: str = "review requested",
+    metadata: dict[str, Any] | None = None,
+    **review_fields: Any,
+) -> AgentInstance:
+    """`request_review` on `coding`, a new review instance for the same issue
+    (its parent is `coding`), and the spawned_review relationship with the next
+    iteration, all in one transaction.
+
+    Raises TransitionNotAllowed (not a coding agent, wrong status, or the
+    configured review.max_iterations reached) or VersionConflict (someone else
+    changed `coding` meanwhile); nothing is written then.
+    """
+    with transaction.atomic():
+        iteration = coding.current_review_iteration() + 1
+        coding.perform("request_review", by=by, reason=reason)
+        review = AgentInstance.objects.start(
+            type=InstanceType.REVIEW,
+            repository=coding.repository,
+            issue_number=coding.issue_number,
+            task=coding.task,
+            parent=coding,
+            worktree_path=worktree_path,
+            branch_name=branch_name,
+            base_branch=review_fields.pop("base_branch", coding.branch_name),
+            by=by,
+            **review_fields,
+        )
+        InstanceRelationship.objects.create(
+            parent=coding,
+            child=review,
+            relationship_type=RelationshipType.SPAWNED_REVIEW,
+            review_iteration=iteration,
+            metadata=metadata or {},
+        )
+    return review

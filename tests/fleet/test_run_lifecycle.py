@@ -1,0 +1,76 @@
+"""Agent runs: running → succeeded | failed, logged; ended exactly when done."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django_fsm import TransitionNotAllowed
+
+from codex.events.models import Event, EventKind
+from codex.fleet.models import AgentRun, RunStatus
+from tests.factories import make_task
+from tests.fleet.factories import make_instance
+
+pytestmark = pytest.mark.django_db
+
+
+def test_begin_creates_a_running_run_and_logs_it():
+    task = make_task()
+    run = AgentRun.objects.begin(
+        by="worker:1", task=task, instance=make_instance(), slot=2
+    )
+    assert run.status == RunStatus.RUNNING and run.ended_at is None
+    assert run.session_id.startswith("session_") and run.session_id.endswith("_2")
+    event = Event.objects.get(subject=f"run:{run.session_id}")
+    assert (event.kind, event.target, event.task, event.data["run"]) == (
+        EventKind.RUN,
+        "running",
+        task,
+        run.pk,
+    )
+
+
+def test_succeed_ends_the_run_and_logs_the_transition():
+    run = AgentRun.objects.begin(by="worker:1")
+    run.perform("succeed", by="worker:1")
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED and run.ended_at is not None
+    event = Event.objects.filter(subject=f"run:{run.session_id}").latest("id")
+    assert (event.source, event.target, event.reason) == (
+        "running",
+        "succeeded",
+        "session ended",
+    )
+
+
+def test_fail_keeps_the_error():
+    run = AgentRun.objects.begin(by="worker:1")
+    run.perform("fail", by="worker:1", reason="API error", error="529 overloaded")
+    run.refresh_from_db()
+    assert (run.status, run.error) == (RunStatus.FAILED, "529 overloaded")
+    with pytest.raises(TransitionNotAllowed):
+        run.perform("succeed", by="worker:1")
+
+
+def test_a_finished_run_must_have_ended_and_a_running_one_must_not():
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AgentRun.objects.create(session_id="s1", status=RunStatus.SUCCEEDED)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AgentRun.objects.create(session_id="s2", ended_at=timezone.now())
+
+
+def test_issues_closed_counts_the_closed_issue_numbers():
+    run = AgentRun.objects.begin(by="worker:1", issues_worked=[42, 43])
+    run.closed_issues = [42, 42]
+    run.save(update_fields=["closed_issues"])
+    run.refresh_from_db()
+    assert (run.closed_issues, run.issues_closed) == ([42], 1)
+
+
+def test_a_heartbeat_does_not_bump_the_version():
+    run = AgentRun.objects.begin(by="worker:1")
+    version = run.version
+    run.beat()
+    stored = AgentRun.objects.get(pk=run.pk)
+    assert stored.heartbeat_at == run.heartbeat_at and stored.version == version
