@@ -52,6 +52,8 @@ def _isolated_settings(settings, tmp_path):
     settings.CODEX_RUN_JOBS_INLINE = False
     settings.CODEX_LEASE_RETRY_BACKOFF_SECONDS = 0
     settings.CODEX_PHASE_RUNNER = "codex.tasks.runners.UnconfiguredPhaseRunner"
+    # Real hashing makes every user a tenth of a second; tests make many.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {
@@ -68,3 +70,18 @@ def scripted_runner(settings):
     ScriptedPhaseRunner.reset()
     settings.CODEX_PHASE_RUNNER = "tests.phase_runner.ScriptedPhaseRunner"
     return ScriptedPhaseRunner
+
+
+@pytest.fixture
+def operator(db):
+    """A superuser: what the operator console's people are."""
+    from tests.factories import make_user
+
+    return make_user("alice", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def console(client, operator):
+    """A test client logged in to the admin as a superuser."""
+    client.force_login(operator)
+    return client

@@ -20,7 +20,6 @@ pytestmark = pytest.mark.django_db
 def _clean_environment(monkeypatch, settings):
     monkeypatch.delenv("CODEX_ADMIN_PASSWORD", raising=False)
     monkeypatch.delenv("CODEX_ADMIN_USERNAME", raising=False)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def run(*args, **options) -> str:

@@ -5,27 +5,6 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-import pytest
-
-from tests.factories import make_user
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def operator(db):
-    return make_user("alice", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def console(client, operator):
-    """A test client logged in to the admin as a superuser."""
-    client.force_login(operator)
-    return client
-
 
 class _FormFields(HTMLParser):
     """Collects what a browser would submit from one <form> (no submit buttons)."""

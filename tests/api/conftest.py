@@ -8,11 +8,6 @@ from rest_framework.test import APIClient
 from tests.factories import make_token, make_user
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def api_user(db):
     return make_user("integrator")

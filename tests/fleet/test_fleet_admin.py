@@ -14,7 +14,7 @@ from codex.events.models import Event
 from codex.fleet.models import InstanceStatus, RunStatus
 from codex.fleet.tool_events import record_tool_event
 from tests.admin.conftest import form_data
-from tests.factories import make_repository, make_task, make_user
+from tests.factories import make_repository, make_task
 from tests.fleet.factories import add_reviews, make_instance, make_run, put_instance_in
 
 pytestmark = pytest.mark.django_db
@@ -22,13 +22,6 @@ pytestmark = pytest.mark.django_db
 INSTANCES = reverse("admin:fleet_agentinstance_changelist")
 RELATIONSHIPS = reverse("admin:fleet_instancerelationship_changelist")
 RUNS = reverse("admin:fleet_agentrun_changelist")
-
-
-@pytest.fixture
-def console(client, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    client.force_login(make_user("alice", is_staff=True, is_superuser=True))
-    return client
 
 
 def shown(response) -> list:

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
-from django_fsm import FSMField, FSMModelMixin, TransitionNotAllowed, transition
+from django_fsm import FSMField, TransitionNotAllowed, transition
 
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
 from codex.core.queue import enqueue_on_commit
@@ -179,7 +179,7 @@ class TaskQuerySet(VersionedQuerySet):
         raise IntegrityError("could not allocate a unique task id")
 
 
-class Task(FSMModelMixin, VersionedLeasedModel):
+class Task(VersionedLeasedModel):
     """The task envelope (spec 002 §2): one feature request's whole life.
 
     The request (title, description, priority, acceptance criteria) and identity

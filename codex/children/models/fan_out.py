@@ -1,0 +1,486 @@
+"""A parent task fanned out to child agents (spec 001 §1 ParentIssue)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models, transaction
+from django.utils import timezone
+from django_fsm import FSMField, TransitionNotAllowed, transition
+
+from codex.children.choices import AnalysisTrigger, FanOutState, WorkflowEvent
+from codex.children.decision import Decision, decide, validate_analysis
+from codex.children.models import guards
+from codex.children.models.analysis import CompletionAnalysis, discrepancy_of
+from codex.children.models.fan_out_queryset import (
+    ANALYSIS_TIMEOUT,
+    DEFAULT_WINDOW,
+    MAX_CHILDREN,
+    FanOutQuerySet,
+)
+from codex.children.models.report import ChildReport
+from codex.children.parsing import parse_child_report
+from codex.core.models import VersionedLeasedModel
+from codex.events.models import Event, EventKind
+
+Analyst = Callable[[Sequence[ChildReport]], Decision]
+
+
+class FanOut(VersionedLeasedModel):
+    """A parent task whose work is split among at most 5 child agents, and the
+    collection of their reports until a completion analysis decides what to merge.
+
+    State (spec 001 §1; every transition holds the lease and is logged)::
+
+        created ─spawn_children─▶ children_spawned ─open_window─▶
+        awaiting_completions ─trigger_on_count─▶ analyzing ─complete─▶ complete
+        awaiting_completions ─time_out─▶ analyzing        (window closed)
+        created | children_spawned | awaiting_completions | complete
+                 ─trigger_manually─▶ analyzing            (manual override)
+
+    Rules: 0 ≤ expected_child_count ≤ 5. Reports are accepted in every state
+    (a late one is kept but starts nothing). The analysis starts when as many
+    distinct children as expected have reported (more is an overflow, noted),
+    or when the window (default 10 minutes from opening) closes with fewer (an
+    underflow; whatever arrived is analysed). An analysis running past 8
+    minutes is finished by the rules. Workflow events COMMENT_RECEIVED,
+    COUNT_CHECK, ANALYSIS_TRIGGERED, ANALYSIS_COMPLETE go to the event log.
+    """
+
+    parent = models.OneToOneField(
+        "tasks.Task", on_delete=models.PROTECT, related_name="fan_out"
+    )
+    issue_number = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="The parent's GitHub issue, whose comments carry the reports.",
+    )
+    expected_child_count = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_CHILDREN)]
+    )
+    state = FSMField(
+        max_length=24,
+        choices=FanOutState.choices,
+        default=FanOutState.CREATED,
+        protected=True,
+    )
+    window = models.DurationField(
+        default=DEFAULT_WINDOW, help_text="How long to wait for all children."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    spawned_at = models.DateTimeField(null=True, blank=True)
+    window_opened_at = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    analysis_started_at = models.DateTimeField(null=True, blank=True)
+    analysis_trigger = models.CharField(
+        max_length=10, choices=AnalysisTrigger.choices, blank=True
+    )
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FanOutQuerySet.as_manager()
+
+    lease_guarded_fields = ("state",)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "fan-out"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(expected_child_count__gte=0)
+                & models.Q(expected_child_count__lte=MAX_CHILDREN),
+                name="children_fanout_expected_0_to_5",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(issue_number__isnull=True)
+                | models.Q(issue_number__gt=0),
+                name="children_fanout_issue_number_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(window__gt=timedelta(0)),
+                name="children_fanout_window_positive",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["state", "deadline"], name="children_fanout_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"fan-out of {self.parent}"
+
+    @property
+    def subject(self) -> str:
+        """How the event log names this fan-out."""
+        return f"fanout:{self.pk}"
+
+    def reporting_count(self) -> int:
+        """Distinct children that reported (spec 001 "Count Unique IDs")."""
+        return self.reports.current().count()
+
+    # -- events ----------------------------------------------------------------
+
+    def log(self, kind: str, *, by: str, reason: str = "", **fields: Any) -> Event:
+        """Append an event about this fan-out to the parent task's history."""
+        return Event.log(
+            kind,
+            actor=by,
+            reason=reason,
+            task=self.parent,
+            subject=self.subject,
+            **fields,
+        )
+
+    def log_workflow(
+        self, event: str, *, by: str, reason: str = "", **data: Any
+    ) -> Event:
+        """One of spec 001 §4's workflow events, under data["event"]."""
+        return self.log(
+            EventKind.WORKFLOW,
+            by=by,
+            reason=reason,
+            data={"event": event, "issue_number": self.issue_number, **data},
+        )
+
+    def record(self, *, by: str, reason: str, source: str, target: str) -> None:
+        """Queue a transition event; the next save writes it with the change."""
+        if not hasattr(self, "_pending_events"):
+            self._pending_events = []
+        self._pending_events.append(
+            Event(
+                task_id=self.parent_id,
+                subject=self.subject,
+                kind=EventKind.TRANSITION,
+                field="state",
+                source=source,
+                target=target,
+                actor=by,
+                reason=reason,
+            )
+        )
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        pending = getattr(self, "_pending_events", [])
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if pending:
+                Event.objects.bulk_create(pending)
+        self._pending_events = []
+
+    # -- transitions -----------------------------------------------------------
+
+    @transition(
+        field=state, source=FanOutState.CREATED, target=FanOutState.CHILDREN_SPAWNED
+    )
+    def spawn_children(self, *, by: str, reason: str = "children spawned") -> None:
+        """The child agents were started."""
+        self.spawned_at = timezone.now()
+
+    @transition(
+        field=state,
+        source=FanOutState.CHILDREN_SPAWNED,
+        target=FanOutState.AWAITING_COMPLETIONS,
+    )
+    def open_window(
+        self,
+        *,
+        by: str,
+        reason: str = "waiting for the children's reports",
+        now: datetime | None = None,
+    ) -> None:
+        """Start the completion window: the deadline is `window` from now."""
+        self.window_opened_at = now or timezone.now()
+        self.deadline = self.window_opened_at + self.window
+
+    @transition(
+        field=state,
+        source=FanOutState.AWAITING_COMPLETIONS,
+        target=FanOutState.ANALYZING,
+        conditions=[guards.all_expected_children_reported],
+    )
+    def trigger_on_count(
+        self, *, by: str, reason: str = "all expected children reported"
+    ) -> None:
+        """Spec 001: "Count == Expected? → Yes → Trigger Analysis"."""
+        self._start_analysis(AnalysisTrigger.COUNT, by=by, reason=reason)
+
+    @transition(
+        field=state,
+        source=FanOutState.AWAITING_COMPLETIONS,
+        target=FanOutState.ANALYZING,
+        conditions=[guards.window_has_deadline],
+    )
+    def time_out(self, *, by: str, reason: str = "completion window closed") -> None:
+        """Spec 001 "Count Underflow: Analyze available statuses after timeout"."""
+        self._start_analysis(AnalysisTrigger.TIMEOUT, by=by, reason=reason)
+
+    @transition(
+        field=state,
+        source=[
+            FanOutState.CREATED,
+            FanOutState.CHILDREN_SPAWNED,
+            FanOutState.AWAITING_COMPLETIONS,
+            FanOutState.COMPLETE,
+        ],
+        target=FanOutState.ANALYZING,
+    )
+    def trigger_manually(
+        self, *, by: str, reason: str = "analysis triggered manually"
+    ) -> None:
+        """Spec 001 "Manual Override: User can trigger analysis manually"."""
+        self._start_analysis(AnalysisTrigger.MANUAL, by=by, reason=reason)
+
+    @transition(
+        field=state,
+        source=FanOutState.ANALYZING,
+        target=FanOutState.COMPLETE,
+        conditions=[guards.analysis_recorded],
+    )
+    def complete(self, *, by: str, reason: str = "analysis complete") -> None:
+        """The analysis is stored."""
+        self.completed_at = timezone.now()
+
+    def _start_analysis(self, trigger: str, *, by: str, reason: str) -> None:
+        self.analysis_started_at = timezone.now()
+        self.analysis_trigger = trigger
+        reports = list(self.reports.current().values_list("child_id", "comment_id"))
+        # The payload of spec 001's "Repository Dispatch" analyze_completions.
+        self.log_workflow(
+            WorkflowEvent.ANALYSIS_TRIGGERED,
+            by=by,
+            reason=reason,
+            trigger=trigger,
+            expected_count=self.expected_child_count,
+            actual_count=len(reports),
+            comment_ids=sorted(comment_id for _, comment_id in reports),
+        )
+
+    # -- operations (one transaction each, the row locked) -----------------------
+
+    def _locked(self) -> FanOut:
+        return type(self).objects.select_for_update().get(pk=self.pk)
+
+    def _run(self, action: str, *, by: str, **arguments: Any) -> None:
+        """Run transition `action` on this locked row under the lease, and save."""
+        method = getattr(self, action, None)
+        if method is None or not hasattr(method, "_django_fsm"):
+            raise TransitionNotAllowed(f"{action!r} is not a transition of a fan-out")
+        if not arguments.get("reason"):
+            arguments.pop("reason", None)
+        self.acquire_lease(by, attempts=1)
+        method(by=by, **arguments)
+        self.save(release_lease=True)
+
+    def perform(
+        self,
+        action: str,
+        *,
+        by: str,
+        reason: str = "",
+        analyst: Analyst | None = None,
+        **arguments: Any,
+    ) -> FanOut:
+        """Run transition `action` (spawn_children, open_window, trigger_manually)
+        and what follows from it: opening the window checks the count (children
+        may have reported already), and a started analysis is run.
+
+        Raises TransitionNotAllowed, LeaseUnavailable or VersionConflict.
+        """
+        with transaction.atomic():
+            fan_out = self._locked()
+            fan_out._run(action, by=by, reason=reason, **arguments)
+            if action == "open_window":
+                fan_out._check_count(by=by)
+        self.refresh_from_db()
+        if self.state == FanOutState.ANALYZING:
+            self.analyse(by=by, analyst=analyst)
+        return self
+
+    def receive_comment(
+        self,
+        *,
+        comment_id: int,
+        body: str,
+        by: str,
+        author: str = "",
+        reported_at: datetime | None = None,
+        child_task=None,
+        analyst: Analyst | None = None,
+    ) -> ChildReport | None:
+        """Record a comment on the parent issue as a child report, and start the
+        analysis when it completes the expected count.
+
+        Returns None for a comment without the "🤖 Child" marker (ignored, spec
+        001 "Invalid Markers"); the stored report when the comment was already
+        received (redelivery changes nothing). Otherwise logs COMMENT_RECEIVED
+        and COUNT_CHECK, and when awaiting completions with every expected child
+        reported, ANALYSIS_TRIGGERED, the analysis and ANALYSIS_COMPLETE.
+        """
+        if isinstance(body, str):
+            # PostgreSQL text cannot hold NUL; GitHub never sends one anyway.
+            body = body.replace("\x00", "\ufffd")
+        data = parse_child_report(body)
+        if data is None:
+            return None
+        reported_at = reported_at or timezone.now()
+        with transaction.atomic():
+            fan_out = self._locked()
+            report, created = ChildReport.objects.record(
+                fan_out,
+                data,
+                comment_id=comment_id,
+                body=body,
+                author=author,
+                reported_at=reported_at,
+                child_task=child_task,
+            )
+            if created:
+                fan_out._log_comment(report, by=by)
+                fan_out._check_count(by=by)
+        self.refresh_from_db()
+        if created and self.state == FanOutState.ANALYZING:
+            self.analyse(by=by, analyst=analyst)
+        return report
+
+    def _log_comment(self, report: ChildReport, *, by: str) -> None:
+        superseded = getattr(report, "superseded", None)
+        self.log_workflow(
+            WorkflowEvent.COMMENT_RECEIVED,
+            by=by,
+            reason=f"{report.child_id} reported {report.status_type}",
+            child_id=report.child_id,
+            comment_id=report.comment_id,
+            author=report.author,
+            status_type=report.status_type,
+            pr_number=report.pr_number,
+            current=report.is_current,
+            supersedes=superseded.comment_id if superseded else None,
+            late=self.state in (FanOutState.ANALYZING, FanOutState.COMPLETE),
+        )
+
+    def _check_count(self, *, by: str) -> bool:
+        """Log COUNT_CHECK; start the analysis when awaiting and the count is met.
+        Returns whether it started."""
+        actual = self.reporting_count()
+        expected = self.expected_child_count
+        met = actual >= expected
+        discrepancy = discrepancy_of(expected, actual) if met else ""
+        self.log_workflow(
+            WorkflowEvent.COUNT_CHECK,
+            by=by,
+            reason=f"{actual} of {expected} expected children reported",
+            expected_count=expected,
+            actual_count=actual,
+            threshold_met=met,
+            discrepancy=discrepancy,
+            state=self.state,
+        )
+        if met and self.state == FanOutState.AWAITING_COMPLETIONS:
+            reason = "all expected children reported"
+            if discrepancy:
+                reason += f" ({actual} reported, {expected} expected: overflow)"
+            self._run("trigger_on_count", by=by, reason=reason)
+            return True
+        return False
+
+    def close_window(
+        self,
+        now: datetime | None = None,
+        *,
+        by: str = "scheduler:close_window",
+        analyst: Analyst | None = None,
+    ) -> bool:
+        """The timeout path. A completion window past its deadline starts the
+        analysis of whatever arrived (spec 001 "Count Underflow"); an analysis
+        running past ANALYSIS_TIMEOUT is finished by the rules. Returns whether
+        it did anything (False before the deadline, or in any other state).
+        """
+        now = now or timezone.now()
+        with transaction.atomic():
+            fan_out = self._locked()
+            if (
+                fan_out.state == FanOutState.AWAITING_COMPLETIONS
+                and fan_out.deadline is not None
+                and fan_out.deadline <= now
+            ):
+                actual, expected = (
+                    fan_out.reporting_count(),
+                    fan_out.expected_child_count,
+                )
+                reason = f"completion window closed: {actual} of {expected} reported"
+                fan_out._run("time_out", by=by, reason=reason)
+            elif not (
+                fan_out.state == FanOutState.ANALYZING
+                and fan_out.analysis_started_at is not None
+                and fan_out.analysis_started_at + ANALYSIS_TIMEOUT <= now
+            ):
+                return False
+            else:
+                analyst = None  # the model had its 8 minutes; the rules decide
+        self.refresh_from_db()
+        self.analyse(by=by, analyst=analyst)
+        return True
+
+    def analyse(self, *, by: str, analyst: Analyst | None = None) -> CompletionAnalysis:
+        """Decide the merge strategy from the current reports, validate it, store
+        it (idempotently) and complete. `analyst` (a later Claude integration)
+        proposes a Decision; when it fails or its answer is invalid, the rules of
+        `decide` are the fallback. Runs outside a transaction so a slow analyst
+        holds no lock; the result is stored only if still analysing.
+        """
+        if self.state != FanOutState.ANALYZING:
+            raise TransitionNotAllowed(
+                f"{self} is {self.state}: trigger the analysis first"
+            )
+        reports = list(self.reports.current().order_by("child_id"))
+        decision, fallback = None, ""
+        if analyst is not None:
+            try:
+                decision = analyst(reports)
+                validate_analysis(decision, reports)
+            except Exception as exc:  # any analyst failure falls back to the rules
+                decision, fallback = None, f"{type(exc).__name__}: {exc}"
+        if decision is None:
+            decision = decide(reports)
+            validate_analysis(decision, reports)
+        with transaction.atomic():
+            fan_out = self._locked()
+            if fan_out.state != FanOutState.ANALYZING:
+                # Another worker finished first: theirs stands.
+                self.refresh_from_db()
+                return CompletionAnalysis.objects.get(fan_out=fan_out)
+            analysis, changed = CompletionAnalysis.objects.store(
+                fan_out, decision, reports, trigger=fan_out.analysis_trigger
+            )
+            fan_out.log_workflow(
+                WorkflowEvent.ANALYSIS_COMPLETE,
+                by=by,
+                reason=decision.summary or decision.merge_strategy,
+                merge_strategy=analysis.merge_strategy,
+                prs_to_merge=analysis.prs_to_merge,
+                decided_by=analysis.decided_by,
+                total_children=analysis.total_children,
+                successful=analysis.successful_count,
+                failed=analysis.failed_count,
+                partial=analysis.partial_count,
+                ambiguous=analysis.ambiguous_count,
+                discrepancy=analysis.discrepancy,
+                changed=changed,
+                fallback=fallback,
+            )
+            fan_out._run("complete", by=by)
+        self.refresh_from_db()
+        return analysis
+
+
+def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
+    """django-fsm post_transition receiver: every fan-out transition is logged."""
+    method_kwargs = kwargs.get("method_kwargs") or {}
+    instance.record(
+        by=str(method_kwargs.get("by") or "unknown"),
+        reason=str(method_kwargs.get("reason") or name),
+        source=source,
+        target=target,
+    )

@@ -1,0 +1,66 @@
+"""Creating and finding fan-outs; the limits of spec 001 "Constraints" and "Timing"."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from django.db import models, transaction
+
+from codex.children.choices import FanOutState
+from codex.core.models import VersionedQuerySet
+from codex.events.models import EventKind
+
+if TYPE_CHECKING:
+    from codex.children.models.fan_out import FanOut
+
+# Spec 001 "Constraints": "Maximum 5 child agents per parent (constitution limit)".
+MAX_CHILDREN = 5
+# Spec 001 "Timing": "Total completion window: ~10 minutes".
+DEFAULT_WINDOW = timedelta(minutes=10)
+# Spec 001 "Timing": "Analysis timeout: 8 minutes"; then the rules decide.
+ANALYSIS_TIMEOUT = timedelta(minutes=8)
+
+
+class FanOutQuerySet(VersionedQuerySet):
+    protected_update_fields = frozenset({"state"})
+
+    def start(
+        self,
+        parent,
+        *,
+        expected_child_count: int,
+        by: str,
+        issue_number: int | None = None,
+        window: timedelta = DEFAULT_WINDOW,
+    ) -> FanOut:
+        """Create the fan-out of `parent` (state created), validated and logged."""
+        fan_out = self.model(
+            parent=parent,
+            expected_child_count=expected_child_count,
+            issue_number=issue_number,
+            window=window,
+        )
+        # state is protected: full_clean would try to re-assign it (STACK.md).
+        fan_out.full_clean(exclude=["state"])
+        with transaction.atomic():
+            fan_out.save()
+            fan_out.log(
+                EventKind.CREATED,
+                by=by,
+                reason=f"fan-out to {expected_child_count} child agent(s)",
+                target=fan_out.state,
+                data={"expected_child_count": expected_child_count},
+            )
+        return fan_out
+
+    def due(self, now: datetime) -> FanOutQuerySet:
+        """Fan-outs `close_window(now)` would act on: an expired completion
+        window, or an analysis running longer than ANALYSIS_TIMEOUT."""
+        return self.filter(
+            models.Q(state=FanOutState.AWAITING_COMPLETIONS, deadline__lte=now)
+            | models.Q(
+                state=FanOutState.ANALYZING,
+                analysis_started_at__lte=now - ANALYSIS_TIMEOUT,
+            )
+        )
