@@ -223,6 +223,53 @@ CODEX_FERNET_KEYS = env_list("CODEX_FERNET_KEYS", [])
 CODEX_NOTIFY_MAX_ATTEMPTS = env_int("CODEX_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
 # Spec 000: a claim not closed within its TTL becomes claimable again.
 CODEX_CLAIM_TTL_MINUTES = env_int("CODEX_CLAIM_TTL_MINUTES", 30, minimum=1)
+# Workers and scheduled jobs (issue 4). Intervals in minutes; README lists them.
+CODEX_STUCK_AFTER_MINUTES = env_int("CODEX_STUCK_AFTER_MINUTES", 120, minimum=1)
+CODEX_RECOVERY_ALERT_AFTER = env_int("CODEX_RECOVERY_ALERT_AFTER", 3, minimum=1)
+CODEX_HEARTBEAT_SECONDS = env_int("CODEX_HEARTBEAT_SECONDS", 30, minimum=1)
+CODEX_HEARTBEAT_STALE_SECONDS = env_int(
+    "CODEX_HEARTBEAT_STALE_SECONDS", 300, minimum=10
+)
+CODEX_RETRY_BACKOFF_BASE_SECONDS = env_int(
+    "CODEX_RETRY_BACKOFF_BASE_SECONDS", 30, minimum=1
+)
+CODEX_RETRY_BACKOFF_MAX_SECONDS = env_int(
+    "CODEX_RETRY_BACKOFF_MAX_SECONDS", 1800, minimum=1
+)
+CODEX_EVENT_RETENTION_DAYS = env_int("CODEX_EVENT_RETENTION_DAYS", 0, minimum=0)
+CODEX_SCHEDULES = {
+    # job path: interval in minutes (0 turns the job off)
+    "codex.tasks.jobs.resume_due_tasks": env_int(
+        "CODEX_EVERY_RESUME_DUE_MINUTES", 1, minimum=0
+    ),
+    "codex.tasks.recovery.recover_stuck_tasks": env_int(
+        "CODEX_EVERY_STUCK_RECOVERY_MINUTES", 10, minimum=0
+    ),
+    "codex.fleet.heartbeats.reap_stale_work": env_int(
+        "CODEX_EVERY_HEARTBEAT_CHECK_MINUTES", 2, minimum=0
+    ),
+    "codex.claims.jobs.expire_stale_claims": env_int(
+        "CODEX_EVERY_CLAIM_EXPIRY_MINUTES", 5, minimum=0
+    ),
+    "codex.children.jobs.close_expired_windows": env_int(
+        "CODEX_EVERY_CHILD_TIMEOUT_MINUTES", 1, minimum=0
+    ),
+    "codex.notifications.jobs.drain_outbox": env_int(
+        "CODEX_EVERY_OUTBOX_MINUTES", 1, minimum=0
+    ),
+    "codex.claims.jobs.play_backlog_rounds": env_int(
+        "CODEX_EVERY_BACKLOG_ROUND_MINUTES", 5, minimum=0
+    ),
+    "codex.fleet.jobs.enforce_review_limits": env_int(
+        "CODEX_EVERY_REVIEW_LIMITS_MINUTES", 30, minimum=0
+    ),
+    "codex.events.jobs.prune_old_events": env_int(
+        "CODEX_EVERY_EVENT_PRUNING_MINUTES", 1440, minimum=0
+    ),
+}
+CODEX_NOTIFY_SENDER = env_str(
+    "CODEX_NOTIFY_SENDER", "integrations.notify.senders.LogSender"
+)
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
 )

@@ -1,0 +1,99 @@
+"""Side effects outside the database happen at most once, however often a step runs.
+
+THE RULE every side effect follows (a pull request, a comment, a label, a merge,
+a board move, a notification): it is *recorded before* and *looked up after*.
+
+1. Before acting, a SideEffect row with a stable key (what, on what: e.g.
+   "github:acme/web:pr:create:codex/FEAT-20260119-abc123") is committed, with
+   the attempt counted. It is committed on its own, outside any transaction,
+   so that a worker killed mid-action leaves the record behind.
+2. If the record says done, the stored result is returned and nothing is done.
+3. If an earlier attempt started but never finished (the worker died, the
+   request timed out), the outside system is asked first (`lookup`): "is there
+   already a pull request for this branch?". Found: recorded as done, returned.
+4. Only then is the action performed, and its result stored as done.
+
+Without a `lookup`, an unfinished earlier attempt is an unknown outcome, and
+`perform_once` raises SideEffectUncertain rather than risk doing it twice.
+
+    pr = perform_once(
+        f"github:{repo}:pr:create:{branch}",
+        lambda: forge.create_pull_request(branch, title),
+        lookup=lambda: forge.find_pull_request(branch),
+        task=task,
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from codex.core.models import SideEffect, SideEffectStatus
+
+Result = dict[str, Any]
+
+
+class SideEffectUncertain(Exception):
+    """An earlier attempt started and did not finish, and there is no way to
+    look up whether it took effect: a person must check."""
+
+    code = "side_effect_uncertain"
+
+    def __init__(self, key: str, attempts: int) -> None:
+        self.key = key
+        super().__init__(
+            f"side effect {key!r} was started {attempts} time(s) without finishing "
+            "and cannot be looked up; check it by hand before retrying"
+        )
+
+
+def perform_once(
+    key: str,
+    action: Callable[[], Result],
+    *,
+    lookup: Callable[[], Result | None] | None = None,
+    task=None,
+    kind: str = "",
+) -> Result:
+    """Perform `action` at most once for `key`; return its (stored) result.
+
+    `action` and `lookup` return JSON-serialisable dicts (ids, URLs, numbers).
+    Must be called outside a transaction (see the module docstring).
+    """
+    if connection.in_atomic_block:
+        raise RuntimeError(
+            "perform_once must run outside a transaction: its record has to be "
+            "committed before the side effect happens"
+        )
+    record, _ = SideEffect.objects.get_or_create(
+        key=key, defaults={"task": task, "kind": kind or key.split(":", 1)[0]}
+    )
+    if record.status == SideEffectStatus.DONE:
+        return record.result
+    if record.attempts:
+        found = lookup() if lookup is not None else None
+        if found is not None:
+            return _finish(record, found, found_by_lookup=True)
+        if lookup is None:
+            raise SideEffectUncertain(key, record.attempts)
+    SideEffect.objects.filter(pk=record.pk).update(
+        attempts=F("attempts") + 1, started_at=timezone.now()
+    )
+    result = action()
+    return _finish(record, result, found_by_lookup=False)
+
+
+def _finish(record: SideEffect, result: Result, *, found_by_lookup: bool) -> Result:
+    with transaction.atomic():
+        SideEffect.objects.filter(pk=record.pk).update(
+            status=SideEffectStatus.DONE,
+            result=result,
+            done_at=timezone.now(),
+            found_by_lookup=found_by_lookup,
+        )
+    return result
