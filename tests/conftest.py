@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -15,6 +16,8 @@ REQUIRE_POSTGRESQL = os.environ.get("CODEX_REQUIRE_POSTGRESQL") == "1"
 
 
 def pytest_configure(config) -> None:
+    # WhiteNoise warns on every request when the static folder does not exist.
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     if REQUIRE_POSTGRESQL and not settings.IS_POSTGRESQL:
         raise pytest.UsageError(
             "CODEX_REQUIRE_POSTGRESQL=1 but DATABASE_URL does not point at PostgreSQL"
