@@ -270,6 +270,12 @@ CODEX_SCHEDULES = {
 CODEX_NOTIFY_SENDER = env_str(
     "CODEX_NOTIFY_SENDER", "integrations.notify.senders.LogSender"
 )
+# Credentials of outside services; several may be given (comma-separated) so
+# that a rejected one is rotated out (spec 000 rotate_token).
+CODEX_CREDENTIALS = {
+    "github": env_list("GITHUB_TOKEN", []),
+    "claude": env_list("ANTHROPIC_API_KEY", []),
+}
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
 )

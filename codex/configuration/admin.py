@@ -13,7 +13,12 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from codex.configuration.models import GitHubIssue, GitHubToken, Setting
+from codex.configuration.models import (
+    ActiveCredential,
+    GitHubIssue,
+    GitHubToken,
+    Setting,
+)
 from codex.configuration.registry import KEYS, InvalidSettingValue, config_key
 
 
@@ -201,4 +206,15 @@ class GitHubTokenAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ActiveCredential)
+class ActiveCredentialAdmin(admin.ModelAdmin):
+    """Which credential each service uses; the keys themselves are never shown."""
+
+    list_display = ["source", "index", "rotations", "rotated_at"]
+    readonly_fields = ["source", "index", "rotations", "rotated_at"]
+
+    def has_add_permission(self, request) -> bool:
         return False

@@ -1,20 +1,40 @@
-"""Worker entry points for tasks. Jobs take ids and re-read their rows."""
+"""Worker entry points for tasks. Jobs take ids and re-read their rows.
+
+Every job here is safe to run twice (django-q2 delivers at least once): it
+checks state and version before acting, under the task's lease.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
 import socket
+import uuid
 
 from django.db import transaction
+from django.utils import timezone
 
+from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
+from codex.fleet.models import AgentRun
 from codex.tasks.models import Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
 from codex.tasks.runners import PhaseResult, get_phase_runner
 
 logger = logging.getLogger(__name__)
+
+ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+RUN_METRICS = (
+    "tool_count",
+    "files_changed",
+    "response_length",
+    "input_tokens",
+    "output_tokens",
+    "cache_write_tokens",
+    "cache_read_tokens",
+    "cost_usd",
+)
 
 
 def worker_identity() -> str:
@@ -23,8 +43,9 @@ def worker_identity() -> str:
 
 
 def advance_task(task_id: str) -> str:
-    """Run one step of a task: lease, run the current phase, apply, release, and
-    enqueue the next step. Safe to deliver twice: a task that is not ready, or
+    """Run one step of a task: lease, run the current phase (recorded as an
+    agent run), apply the result, apply pauses and cancellations requested
+    meanwhile, release, and enqueue the next step. A task that is not ready, or
     whose lease another worker holds, is left alone. Returns what it did."""
     holder = worker_identity()
     task = Task.objects.select_related("repository").filter(task_id=task_id).first()
@@ -42,21 +63,25 @@ def advance_task(task_id: str) -> str:
         # Taking the lease re-reads a row that moved on: check its state again.
         if task.status not in (Status.PENDING, Status.IN_PROGRESS):
             return f"skipped: {task.status}"
+        if task.control_requests.pending().exists():
+            return _apply_requests_only(task, holder)
         if task.status == Status.PENDING:
             task.start(by=holder)
             task.save()
-        try:
-            result = get_phase_runner().run(task)
-        except Exception as exc:  # a crashing runner must not strand the task
-            logger.exception("advance_task %s: the phase runner raised", task_id)
-            result = PhaseResult.blocked(
-                f"the phase runner failed: {type(exc).__name__}: {exc}"[:2000]
-            )
+        phase = task.phase
+        run = AgentRun.objects.begin(
+            by=holder,
+            session_id=f"{task.task_id}:{phase}:{uuid.uuid4().hex[:8]}",
+            task=task,
+        )
+        result = _run_phase(task, task_id)
         with transaction.atomic():
             apply_result(task, result, by=holder)
+            task.apply_control_requests()
             task.save(release_lease=True)
+            _finish_run(run, result, holder, phase)
             if should_continue(task):
-                enqueue_on_commit("codex.tasks.jobs.advance_task", task.task_id)
+                enqueue_on_commit(ADVANCE_JOB, task.task_id)
     except VersionConflict as exc:
         # Someone broke our lease and changed the task: their state wins.
         logger.warning("advance_task %s: discarded step: %s", task_id, exc)
@@ -65,3 +90,94 @@ def advance_task(task_id: str) -> str:
         if task.held_lease == holder:
             task.release_lease()
     return f"{task.status}/{task.phase}"
+
+
+def _run_phase(task: Task, task_id: str) -> PhaseResult:
+    try:
+        return get_phase_runner().run(task)
+    except ClassifiedFailure as failure:
+        return PhaseResult.from_error(failure.error)
+    except Exception as exc:  # a crashing runner must not strand the task
+        logger.exception("advance_task %s: the phase runner raised", task_id)
+        return PhaseResult.blocked(
+            f"the phase runner failed: {type(exc).__name__}: {exc}"[:2000]
+        )
+
+
+def _finish_run(run: AgentRun, result: PhaseResult, holder: str, phase: str) -> None:
+    for name in RUN_METRICS:
+        if name in result.metrics:
+            setattr(run, name, result.metrics[name])
+    run.save()
+    if result.outcome == "done":
+        run.perform("succeed", by=holder, reason=f"{phase} step done")
+    else:
+        run.perform(
+            "fail",
+            by=holder,
+            reason=f"{phase} step {result.outcome}",
+            error=result.reason,
+        )
+
+
+def _apply_requests_only(task: Task, holder: str) -> str:
+    """A pause or cancel arrived between steps: apply it instead of a step."""
+    with transaction.atomic():
+        task.apply_control_requests()
+        task.save(release_lease=True)
+        if should_continue(task):
+            enqueue_on_commit(ADVANCE_JOB, task.task_id)
+    return f"{task.status}/{task.phase}"
+
+
+def resume_due_tasks() -> int:
+    """Scheduled: blocked tasks whose retry time has come go back in progress
+    (spec 002 §3.4 blocked → in_progress: "retry backoff elapsed")."""
+    due = Task.objects.filter(
+        status=Status.BLOCKED,
+        blocked_until__isnull=False,
+        blocked_until__lte=timezone.now(),
+    ).values_list("task_id", flat=True)
+    resumed = 0
+    for task_id in list(due[:500]):
+        task = Task.objects.get(task_id=task_id)
+        try:
+            task.perform("unblock", by="system:scheduler", reason="retry time reached")
+        except (LeaseUnavailable, VersionConflict):
+            continue  # someone else is acting on it; the next run looks again
+        except Exception:  # noqa: BLE001 - one bad row must not stop the others
+            logger.exception("resume_due_tasks: could not unblock %s", task_id)
+            continue
+        resumed += 1
+    return resumed
+
+
+def clean_up_task(task_id: str) -> dict[str, int]:
+    """After a task was cancelled: give back what it held beyond its lease (its
+    issue claim, its agent instances and runs). Safe to run twice."""
+    from codex.claims.models import ClaimState, IssueClaim
+    from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
+
+    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    if task is None or task.status != Status.CANCELLED:
+        return {}
+    by = "system:cleanup"
+    reason = f"task {task_id} was cancelled"
+    done = {"claims": 0, "instances": 0, "runs": 0}
+    if task.issue_number:
+        for claim in IssueClaim.objects.filter(
+            repository=task.repository,
+            number=task.issue_number,
+            state=ClaimState.CLAIMED,
+        ):
+            claim.perform("release", by=by, reason=reason)
+            done["claims"] += 1
+    for instance in AgentInstance.objects.filter(task=task).exclude(
+        status=InstanceStatus.TERMINATED
+    ):
+        instance.perform("terminate", by=by, reason=reason)
+        done["instances"] += 1
+    for run in AgentRun.objects.filter(task=task, status=RunStatus.RUNNING):
+        run.perform("fail", by=by, reason=reason)
+        done["runs"] += 1
+    return done

@@ -8,6 +8,14 @@ inside the caller's transaction while the caller holds the lease.
 
 from __future__ import annotations
 
+import random
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from codex.configuration.credentials import rotate_credential
+from codex.core.errors import Action, ClassifiedError
 from codex.tasks.models import (
     Artifact,
     EscalationReason,
@@ -55,23 +63,104 @@ def apply_result(task: Task, result: PhaseResult, *, by: str) -> None:
             questions=result.questions,
             code=result.escalation_code,
         )
+    elif result.outcome == "error" and result.error is not None:
+        _act_on_error(task, result.error, by=by)
     elif result.outcome == "done":
         APPLY_PHASE[task.phase](task, result, by=by)
     else:
         raise ValueError(f"unknown phase outcome {result.outcome!r}")
 
 
-def _block_or_escalate(task: Task, result: PhaseResult, *, by: str) -> None:
-    task.record_error(message=result.reason, by=by, code="wait_retry")
+def retry_delay(attempt: int) -> timedelta:
+    """Exponential backoff with jitter, capped: base × 2^attempt, then a random
+    share between half and all of it, so that tasks failing together do not
+    come back together (no retry storm)."""
+    base = settings.CODEX_RETRY_BACKOFF_BASE_SECONDS
+    ceiling = settings.CODEX_RETRY_BACKOFF_MAX_SECONDS
+    delay = min(ceiling, base * 2 ** min(attempt, 20))
+    return timedelta(seconds=random.uniform(delay / 2, delay))
+
+
+def _count_retry(task: Task) -> None:
+    progress = task.phase_progress.setdefault(task.phase, {})
+    progress["retries"] = progress.get("retries", 0) + 1
+
+
+def _act_on_error(task: Task, error: ClassifiedError, *, by: str) -> None:
+    """Spec 000's recovery actions, applied to the task (issue 4's table)."""
+    reason = f"{error.source} {error.code}: {error.message}"
+    if error.action == Action.WAIT_RETRY:
+        retry_after = (
+            timedelta(seconds=error.retry_after)
+            if error.retry_after
+            else retry_delay(task.retry_count)
+        )
+        _block_or_escalate(
+            task, PhaseResult.blocked(reason, retry_after), by=by, code=error.action
+        )
+    elif error.action in (Action.ROTATE_TOKEN, Action.PULL_RETRY):
+        if error.action == Action.ROTATE_TOKEN and not rotate_credential(error.source):
+            task.record_error(
+                message=reason,
+                by=by,
+                code=error.action,
+                resolution="escalated: no other credential is configured",
+            )
+            task.escalate(
+                by=by,
+                code=EscalationReason.MANUAL_REVIEW,
+                reason=f"{reason}; no other {error.source} credential to rotate to",
+            )
+            return
+        resolution = (
+            "retrying with the next credential"
+            if error.action == Action.ROTATE_TOKEN
+            else "retrying after pulling the latest changes"
+        )
+        if guards.retries_remain(task):
+            task.retry_count += 1
+            _count_retry(task)
+            task.record_error(
+                message=reason, by=by, code=error.action, resolution=resolution
+            )
+        else:
+            _escalate_retry_limit(task, reason, by=by)
+    elif error.action == Action.MANUAL_REVIEW:
+        task.record_error(
+            message=reason, by=by, code=error.action, resolution="escalated"
+        )
+        task.escalate(by=by, code=EscalationReason.MANUAL_REVIEW, reason=reason)
+    else:
+        task.record_error(message=reason, by=by, code=error.action, resolution="failed")
+        task.fail(by=by, reason=reason)
+
+
+def _escalate_retry_limit(task: Task, reason: str, *, by: str) -> None:
+    task.record_error(message=reason, by=by, code="retry_limit", resolution="escalated")
+    task.escalate(
+        by=by,
+        code=EscalationReason.RETRY_LIMIT,
+        reason=f"retry limit reached after {task.retry_count} attempts: {reason}",
+    )
+
+
+def _block_or_escalate(
+    task: Task, result: PhaseResult, *, by: str, code: str = "wait_retry"
+) -> None:
     if guards.retries_remain(task):
+        until = timezone.now() + result.retry_after if result.retry_after else None
+        task.record_error(
+            message=result.reason,
+            by=by,
+            code=code,
+            resolution=f"blocked until {until:%Y-%m-%d %H:%M:%S} UTC"
+            if until
+            else "blocked until a person unblocks it",
+        )
+        _count_retry(task)
         task.block(by=by, reason=result.reason, retry_after=result.retry_after)
     else:
-        task.escalate(
-            by=by,
-            code=EscalationReason.RETRY_LIMIT,
-            reason=f"retry limit reached after {task.retry_count} attempts: "
-            f"{result.reason}",
-        )
+        _escalate_retry_limit(task, result.reason, by=by)
 
 
 def _store_artifacts(task: Task, result: PhaseResult) -> list[str]:

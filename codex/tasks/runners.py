@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from codex.core.errors import ClassifiedError
+
 if TYPE_CHECKING:
     from codex.tasks.models import Task
 
@@ -26,7 +28,13 @@ class PhaseResult:
     - "done": the phase's work is recorded below; the guards decide what follows;
     - "blocked": a transient failure (`reason`, optional `retry_after`);
     - "escalate": a person must decide (`reason`, `questions`, `escalation_code`);
-    - "failed": an unrecoverable error (`reason`).
+    - "failed": an unrecoverable error (`reason`);
+    - "error": a classified error of an outside system (`error`), acted on by
+      its action (wait_retry, rotate_token, pull_retry, manual_review, abort).
+
+    `metrics` (tool_count, files_changed, input_tokens, output_tokens,
+    cache_write_tokens, cache_read_tokens, cost_usd, response_length) go to the
+    step's agent run.
     """
 
     outcome: str = "done"
@@ -50,6 +58,9 @@ class PhaseResult:
     review: dict[str, Any] | None = None
     # release
     merged: bool = False
+    # outside-system failures and the step's agent-run metrics
+    error: ClassifiedError | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def blocked(cls, reason: str, retry_after: timedelta | None = None) -> PhaseResult:
@@ -58,6 +69,10 @@ class PhaseResult:
     @classmethod
     def failed(cls, reason: str) -> PhaseResult:
         return cls(outcome="failed", reason=reason)
+
+    @classmethod
+    def from_error(cls, error: ClassifiedError) -> PhaseResult:
+        return cls(outcome="error", reason=error.message, error=error)
 
     @classmethod
     def escalate(

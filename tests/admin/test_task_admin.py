@@ -194,7 +194,8 @@ def test_transition_under_someone_elses_lease_is_reported(console):
     assert task.lease_holder == "worker:x"
     assert not task.events.filter(kind="transition").exists()
     assert response.status_code == 302
-    assert any("did not happen" in m for m in messages_of(response))
+    assert any("when that step ends" in m for m in messages_of(response))
+    assert task.control_requests.pending().get().requested_by == "user:alice"
 
 
 def test_plain_save_under_someone_elses_lease_is_not_a_server_error(console):

@@ -108,17 +108,46 @@ def test_disallowed_transition_is_409(api_client, status, action, allowed):
     assert status_events(task) == []
 
 
-def test_lease_held_by_another_is_409(api_client):
+@pytest.mark.parametrize("action", ["pause", "cancel"])
+def test_pause_or_cancel_while_a_worker_is_in_a_step_is_deferred(api_client, action):
+    """Issue 4: pause and cancel take effect at the next step boundary."""
     task = put_in_state(make_task(), status="in_progress")
     task.acquire_lease("worker:x")
-    error = assert_error_shape(
-        control(api_client, task.task_id, "pause"), 409, "lease_held"
-    )
-    assert error["lease_holder"] == "worker:x"
+    response = control(api_client, task.task_id, action, reason="stop please")
+    assert response.status_code == 202
+    assert response.json()["deferred"]["action"] == action
     task.refresh_from_db()
     assert task.status == "in_progress"
     assert task.lease_holder == "worker:x"
     assert status_events(task) == []
+    request = task.control_requests.pending().get()
+    assert (request.action, request.requested_by, request.reason) == (
+        action,
+        "api:integrator",
+        "stop please",
+    )
+    # Asking twice keeps one request.
+    assert control(api_client, task.task_id, action).status_code == 202
+    assert task.control_requests.pending().count() == 1
+
+
+def test_resume_while_leased_is_409(api_client):
+    task = put_in_state(make_task(), status="paused")
+    task.acquire_lease("worker:x")
+    error = assert_error_shape(
+        control(api_client, task.task_id, "resume"), 409, "lease_held"
+    )
+    assert error["lease_holder"] == "worker:x"
+    assert task.control_requests.count() == 0
+
+
+def test_a_deferred_pause_of_a_task_that_cannot_pause_is_409(api_client):
+    task = put_in_state(make_task(), status="blocked")
+    task.acquire_lease("worker:x")
+    assert_error_shape(
+        control(api_client, task.task_id, "pause"), 409, "transition_not_allowed"
+    )
+    assert task.control_requests.count() == 0
 
 
 def test_expired_lease_of_another_does_not_block(api_client, settings):

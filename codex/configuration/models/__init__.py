@@ -1,5 +1,6 @@
 """Models of the configuration app: settings, and the caches of the forge."""
 
+from codex.configuration.models.credential import ActiveCredential
 from codex.configuration.models.forge_cache import (
     GitHubIssue,
     GitHubIssueState,
@@ -7,4 +8,10 @@ from codex.configuration.models.forge_cache import (
 )
 from codex.configuration.models.setting import Setting
 
-__all__ = ["GitHubIssue", "GitHubIssueState", "GitHubToken", "Setting"]
+__all__ = [
+    "ActiveCredential",
+    "GitHubIssue",
+    "GitHubIssueState",
+    "GitHubToken",
+    "Setting",
+]

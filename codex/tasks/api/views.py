@@ -26,6 +26,8 @@ from codex.tasks.exports import issue_state, task_envelope_yaml
 from codex.tasks.models import CreatedBy, IdempotencyMismatch, Task
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 200
+# Actions that wait for a worker's step to end instead of failing on its lease.
+DEFERRABLE_ACTIONS = ("pause", "cancel")
 
 
 def actor_of(request: Request) -> str:
@@ -99,12 +101,17 @@ class TaskControl(APIView):
         )
         serializer = ControlSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        by, reason = actor_of(request), serializer.validated_data["reason"]
         try:
-            task.perform(
-                self.action_name,
-                by=actor_of(request),
-                reason=serializer.validated_data["reason"],
-            )
+            if self.action_name in DEFERRABLE_ACTIONS:
+                task, deferred = task.request_control(
+                    self.action_name, by=by, reason=reason
+                )
+            else:
+                task, deferred = (
+                    task.perform(self.action_name, by=by, reason=reason),
+                    False,
+                )
         except TransitionNotAllowed:
             allowed = [
                 name
@@ -125,7 +132,15 @@ class TaskControl(APIView):
             ) from None
         except VersionConflict as exc:
             raise Conflict(str(exc), code="version_mismatch") from None
-        return Response(TaskDetailSerializer(task).data)
+        body = TaskDetailSerializer(task).data
+        if not deferred:
+            return Response(body)
+        body["deferred"] = {
+            "action": self.action_name,
+            "detail": f"A worker is in the middle of a step; the task will "
+            f"{self.action_name} when that step ends.",
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class TaskEnvelope(APIView):

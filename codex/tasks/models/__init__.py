@@ -22,6 +22,7 @@ from codex.tasks.models.choices import (
     Priority,
     Status,
 )
+from codex.tasks.models.control import ControlAction, ControlRequest
 from codex.tasks.models.escalation import (
     AlreadyResolved,
     Decision,
@@ -51,6 +52,8 @@ __all__ = [
     "Agent",
     "AlreadyResolved",
     "Artifact",
+    "ControlAction",
+    "ControlRequest",
     "CreatedBy",
     "Decision",
     "Escalation",

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
-from django_fsm import FSMField, TransitionNotAllowed, transition
+from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
 
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
 from codex.core.queue import enqueue_on_commit
@@ -45,6 +45,7 @@ IMMUTABLE_FIELDS = (
 )
 ERRORS_KEPT = 50
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+CLEANUP_JOB = "codex.tasks.jobs.clean_up_task"
 
 PHASE_AGENT = {
     Phase.INTAKE: Agent.PM,
@@ -520,6 +521,8 @@ class Task(VersionedLeasedModel):
         self.on_save(
             lambda: self.escalations.close_open(by=by, reason="task cancelled")
         )
+        # The lease goes with this save; the claim and the instances after it.
+        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
 
     # -- phase transitions (spec 002 §3.3, §3.4) ---------------------------------
 
@@ -748,6 +751,59 @@ class Task(VersionedLeasedModel):
         if self.status == Status.IN_PROGRESS:
             enqueue_on_commit(ADVANCE_JOB, self.task_id)
         return self
+
+    def request_control(
+        self, action: str, *, by: str, reason: str = ""
+    ) -> tuple[Task, bool]:
+        """Pause or cancel now, or, while a worker is in a step (it holds the
+        lease), at the end of that step. Returns (task, deferred).
+
+        Raises TransitionNotAllowed when the task's state does not allow it.
+        """
+        from codex.core.models import LeaseUnavailable
+        from codex.tasks.models.control import ControlRequest
+
+        try:
+            return self.perform(action, by=by, reason=reason), False
+        except LeaseUnavailable:
+            if not can_proceed(getattr(self, action)):
+                raise TransitionNotAllowed(
+                    f"a task that is {self.status} cannot {action}"
+                ) from None
+            try:
+                with transaction.atomic():
+                    ControlRequest.objects.create(
+                        task=self, action=action, requested_by=by, reason=reason
+                    )
+            except IntegrityError:
+                pass  # the same request is already waiting: one is enough
+            return self, True
+
+    def apply_control_requests(self) -> list[str]:
+        """At a step boundary, while holding the lease: apply the pauses and
+        cancellations people asked for meanwhile. Returns what was applied;
+        the task must be saved afterwards (the requests are marked with it)."""
+        applied = []
+        for request in self.control_requests.pending():
+            method = getattr(self, request.action)
+            if can_proceed(method):
+                method(
+                    by=request.requested_by,
+                    reason=request.reason
+                    or f"{request.action} requested at "
+                    f"{request.created_at:%H:%M:%S} UTC, applied at step end",
+                )
+                request.outcome = "applied"
+                applied.append(request.action)
+            else:
+                request.outcome = f"not applied: the task was {self.status}"
+            request.applied_at = timezone.now()
+            self.on_save(
+                lambda request=request: request.save(
+                    update_fields=["applied_at", "outcome"]
+                )
+            )
+        return applied
 
     def resolve_escalation(
         self,

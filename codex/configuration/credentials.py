@@ -1,0 +1,46 @@
+"""Rotating between several configured credentials of one outside service.
+
+Integrations ask `current_credential(source)` for the key to use; when the
+service rejects it (spec 000's rotate_token action), the workers call
+`rotate_credential(source)`, which moves every worker to the next one.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from codex.configuration.models.credential import ActiveCredential
+
+
+def configured_credentials(source: str) -> list[str]:
+    """The credentials configured for `source`, in order (may be empty)."""
+    return list(settings.CODEX_CREDENTIALS.get(source) or [])
+
+
+def current_credential(source: str) -> str | None:
+    """The credential every worker should use for `source` now."""
+    keys = configured_credentials(source)
+    if not keys:
+        return None
+    row = ActiveCredential.objects.filter(source=source).first()
+    return keys[(row.index if row else 0) % len(keys)]
+
+
+def rotate_credential(source: str) -> bool:
+    """Move to the next configured credential; False when there is no other.
+
+    Two workers rotating for the same rejection move it once: the UPDATE only
+    applies to the index they both read.
+    """
+    keys = configured_credentials(source)
+    if len(keys) < 2:
+        return False
+    row, _ = ActiveCredential.objects.get_or_create(source=source)
+    ActiveCredential.objects.filter(pk=row.pk, index=row.index).update(
+        index=(row.index + 1) % len(keys),
+        rotations=F("rotations") + 1,
+        rotated_at=timezone.now(),
+    )
+    return True

@@ -1,0 +1,253 @@
+"""Stuck-task recovery: spec 002 §3.6, run as a scheduled job.
+
+Recovery procedure (spec 002 §3.6):
+
+1. scan for stuck tasks (> 2 hours in the same phase: CODEX_STUCK_AFTER_MINUTES);
+2. for each, determine its recovery point (RECOVERY_POINTS below);
+3. reset to the recovery point and clear transient errors;
+4. re-queue it for processing (codex.tasks.jobs.advance_task, on commit);
+5. alert when recovery was attempted > 3 times for the same phase
+   (CODEX_RECOVERY_ALERT_AFTER), once per attempt through the outbox.
+
+Only in_progress and blocked tasks are ever touched: a paused task waits for a
+user, an escalated one for a person's answer, and terminal ones are done. Every
+change is made under the task's lease (§3.5); a lease somebody still holds is
+respected, an expired one is force-broken ("only via manual intervention or Task
+Recovery workflow", §3.5) with a lease event in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from codex.core.models import LeaseUnavailable, VersionConflict, lease_is_free
+from codex.core.queue import enqueue_on_commit
+from codex.events.models import EventKind
+from codex.tasks.models import Phase, PhaseStatus, Status, Task
+
+logger = logging.getLogger(__name__)
+
+ACTOR = "system:recovery"
+ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+CLEARED_BY_RECOVERY = "cleared by recovery"
+RECOVERABLE_STATUSES = (Status.IN_PROGRESS, Status.BLOCKED)
+# Who hears about a phase that keeps getting stuck. Not in the specs: the spec's
+# escalations go to Teams, so the operators' alert does too unless configured.
+DEFAULT_ALERT_CHANNEL = "teams"
+DEFAULT_ALERT_RECIPIENT = "operators"
+
+# Spec 002 §3.6 "Recovery Points": where each phase restarts, and what survives.
+# The envelope fields named here (current_task, commits, pr_url, the artifacts
+# and reports) are kept as they are; the phase's agent starts again from them.
+RECOVERY_POINTS: dict[str, str] = {
+    Phase.INTAKE: "start of phase (request data is immutable)",
+    Phase.PLANNING: "after spec.md saved",
+    Phase.IMPLEMENTATION: "after the last commit (current_task and commits kept)",
+    Phase.VERIFICATION: "after the verification report saved",
+    Phase.REVIEW: "after the review report saved",
+    Phase.RELEASE: "before merge (pull request and approvals kept)",
+}
+
+
+def stuck_after() -> timedelta:
+    """How long a task may stay in one phase before it counts as stuck."""
+    return timedelta(minutes=settings.CODEX_STUCK_AFTER_MINUTES)
+
+
+def is_stuck(task: Task, now: datetime) -> bool:
+    """In progress or blocked, and in its phase for more than `stuck_after()`."""
+    return (
+        task.status in RECOVERABLE_STATUSES
+        and task.phase_entered_at < now - stuck_after()
+    )
+
+
+def recover_stuck_tasks() -> int:
+    """Scheduled job: recover every stuck task whose lease is free or expired.
+
+    Returns how many were recovered. Safe to run twice, or in two workers at
+    once: recovery resets `phase_entered_at`, so a recovered task is no longer
+    stuck, and each task is changed only under its lease.
+    """
+    now = timezone.now()
+    candidates = (
+        Task.objects.filter(
+            status__in=RECOVERABLE_STATUSES,
+            phase_entered_at__lt=now - stuck_after(),
+        )
+        # A live lease means a worker is at it right now: not stuck, just slow.
+        .filter(lease_is_free(now))
+        .order_by("phase_entered_at", "id")
+        .values_list("task_id", flat=True)
+    )
+    recovered = 0
+    for task_id in list(candidates):
+        try:
+            if recover_task(task_id):
+                recovered += 1
+        except VersionConflict as exc:
+            # Someone changed the task while we worked on it: their state wins,
+            # and the next run looks again.
+            logger.info("recovery of %s skipped: %s", task_id, exc)
+    return recovered
+
+
+def recover_task(task_id: str) -> bool:
+    """Reset one stuck task to its phase's recovery point and re-queue it.
+
+    Returns False, changing nothing, when the task is gone, no longer stuck, or
+    someone holds its lease. Raises VersionConflict if the row moves under us.
+    """
+    now = timezone.now()
+    task = Task.objects.filter(task_id=task_id).first()
+    if task is None or not is_stuck(task, now):
+        return False
+    if task.lease_holder and not task.lease_is_active:
+        _break_expired_lease(task)
+    try:
+        task.acquire_lease(ACTOR, attempts=1)
+    except LeaseUnavailable as exc:
+        logger.info("recovery of %s skipped: %s", task_id, exc)
+        return False
+    try:
+        # Taking the lease may have raced a last write by the old holder: decide
+        # on the row as it is now that nobody else can change it.
+        task.refresh_from_db()
+        if not is_stuck(task, timezone.now()):
+            return False
+        with transaction.atomic():
+            recoveries = _reset_to_recovery_point(task)
+            task.save(release_lease=True)
+            enqueue_on_commit(ADVANCE_JOB, task.task_id)
+            if recoveries > settings.CODEX_RECOVERY_ALERT_AFTER:
+                _alert_operators(task, recoveries)
+        logger.info("recovered %s in %s (recovery %d)", task_id, task.phase, recoveries)
+        return True
+    finally:
+        # Saving released it; this only runs when something failed before that.
+        if task.held_lease == ACTOR:
+            task.release_lease()
+
+
+def _break_expired_lease(task: Task) -> None:
+    """Force-break a lease whose holder let it expire, logging a lease event.
+
+    The row is locked and the expiry checked again first, so a holder that
+    renewed in the meantime keeps its lease.
+    """
+    with transaction.atomic():
+        row = (
+            Task.objects.select_for_update()
+            .filter(pk=task.pk)
+            .values("lease_holder", "lease_expires_at")
+            .first()
+        )
+        if row is None or not row["lease_holder"]:
+            return
+        expires_at = row["lease_expires_at"]
+        if expires_at is not None and expires_at > timezone.now():
+            return
+        task.break_lease(
+            by=ACTOR,
+            reason=(
+                f"recovering a stuck task: the lease of {row['lease_holder']} "
+                f"expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC"
+                if expires_at
+                else f"recovering a stuck task: lease of {row['lease_holder']}"
+            ),
+        )
+
+
+def _reset_to_recovery_point(task: Task) -> int:
+    """Apply steps 2-3 of §3.6 to the leased task in memory and queue its event.
+
+    Returns how many times this phase has now been recovered.
+    """
+    now = timezone.now()
+    phase = task.phase
+    stuck_since = task.phase_entered_at
+    progress: dict[str, Any] = dict(task.phase_progress.get(phase) or {})
+    recoveries = int(progress.get("recoveries", 0)) + 1
+    progress.update(
+        status=PhaseStatus.IN_PROGRESS,
+        recoveries=recoveries,
+        last_recovered_at=now.isoformat(),
+        recovery_point=RECOVERY_POINTS[phase],
+    )
+    progress.pop("completed_at", None)
+    task.phase_progress = {**task.phase_progress, phase: progress}
+    # The clock restarts, or the next scan would find the task stuck again.
+    task.phase_entered_at = now
+
+    cleared = 0
+    errors = []
+    for error in task.errors:
+        if (
+            isinstance(error, dict)
+            and error.get("phase") == phase
+            and not error.get("resolution")
+        ):
+            error = {**error, "resolution": CLEARED_BY_RECOVERY}
+            cleared += 1
+        errors.append(error)
+    task.errors = errors
+
+    was_blocked = task.status == Status.BLOCKED
+    reason = (
+        f"stuck in {phase} since {stuck_since:%Y-%m-%d %H:%M:%S} UTC "
+        f"(more than {settings.CODEX_STUCK_AFTER_MINUTES} minutes): "
+        f"reset to {RECOVERY_POINTS[phase]}"
+    )
+    if was_blocked:
+        # The backoff guard would refuse while blocked_until lies ahead; a task
+        # stuck this long has waited out any backoff worth honouring.
+        task.blocked_until = None
+        task.unblock(by=ACTOR, reason=reason)
+    task.record(
+        EventKind.CONTROL,
+        by=ACTOR,
+        reason=reason,
+        data={
+            "action": "recover",
+            "phase": phase,
+            "recoveries": recoveries,
+            "recovery_point": RECOVERY_POINTS[phase],
+            "stuck_since": stuck_since.isoformat(),
+            "errors_cleared": cleared,
+            "unblocked": was_blocked,
+        },
+    )
+    return recoveries
+
+
+def _alert_operators(task: Task, recoveries: int) -> None:
+    """Step 5 of §3.6: queue one operator notification for this recovery.
+
+    The notification id names the task, the phase and the attempt, so a retried
+    job never alerts twice for the same attempt (§3.5: notifications are not
+    idempotent, deduplicate via notification_id) while every further attempt
+    alerts again.
+    """
+    from codex.notifications.models import Notification
+
+    phase = task.phase
+    Notification.objects.enqueue(
+        f"recovery-alert:{task.task_id}:{phase}:{recoveries}",
+        channel=getattr(settings, "CODEX_ALERT_CHANNEL", DEFAULT_ALERT_CHANNEL),
+        recipient=getattr(settings, "CODEX_ALERT_RECIPIENT", DEFAULT_ALERT_RECIPIENT),
+        subject=f"{task.task_id} recovered {recoveries} times in {phase}",
+        body=(
+            f"Task {task.task_id} ({task.title}) was stuck in the {phase} phase "
+            f"and has now been recovered {recoveries} times (alert threshold: "
+            f"more than {settings.CODEX_RECOVERY_ALERT_AFTER}). It was re-queued "
+            "from its recovery point; look at its events and errors to find out "
+            "why it keeps stalling."
+        ),
+        task=task,
+    )
