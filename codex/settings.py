@@ -226,7 +226,13 @@ CODEX_CLAIM_TTL_MINUTES = env_int("CODEX_CLAIM_TTL_MINUTES", 30, minimum=1)
 # Workers and scheduled jobs (issue 4). Intervals in minutes; README lists them.
 CODEX_STUCK_AFTER_MINUTES = env_int("CODEX_STUCK_AFTER_MINUTES", 120, minimum=1)
 CODEX_RECOVERY_ALERT_AFTER = env_int("CODEX_RECOVERY_ALERT_AFTER", 3, minimum=1)
-CODEX_HEARTBEAT_SECONDS = env_int("CODEX_HEARTBEAT_SECONDS", 30, minimum=1)
+CODEX_HEARTBEAT_SECONDS = env_int("CODEX_HEARTBEAT_SECONDS", 20, minimum=1)
+if CODEX_HEARTBEAT_SECONDS * 2 > CODEX_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        f"CODEX_HEARTBEAT_SECONDS ({CODEX_HEARTBEAT_SECONDS}) must be at most half "
+        f"of CODEX_LEASE_SECONDS ({CODEX_LEASE_SECONDS}), or a lease lapses between "
+        "two heartbeats"
+    )
 CODEX_HEARTBEAT_STALE_SECONDS = env_int(
     "CODEX_HEARTBEAT_STALE_SECONDS", 300, minimum=10
 )

@@ -312,6 +312,21 @@ class VersionedLeasedModel(models.Model):
             if not self._lease_update(Q(lease_holder=holder), lease_expires_at=expires):
                 raise VersionConflict(self, self.version)
 
+    def keep_lease_alive(self, holder: str) -> bool:
+        """Extend `holder`'s lease from another thread, without a version bump.
+
+        Only the holder writes the row while it holds the lease, so pushing the
+        expiry out changes nothing anyone could have read; bumping the version
+        would instead make the holder's own next save fail. False when the lease
+        was lost (expired and taken, or broken).
+        """
+        expires = timezone.now() + timedelta(seconds=settings.CODEX_LEASE_SECONDS)
+        return bool(
+            type(self)
+            ._base_manager.filter(pk=self.pk, lease_holder=holder)
+            .update(lease_expires_at=expires)
+        )
+
     def release_lease(self) -> bool:
         """Give the lease back; False when it had been lost (expired and taken)."""
         holder = self.held_lease

@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import uuid
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from codex.core.errors import ClassifiedFailure
@@ -74,7 +76,8 @@ def advance_task(task_id: str) -> str:
             session_id=f"{task.task_id}:{phase}:{uuid.uuid4().hex[:8]}",
             task=task,
         )
-        result = _run_phase(task, task_id)
+        with Heartbeat(task, holder, run):
+            result = _run_phase(task, task_id)
         with transaction.atomic():
             apply_result(task, result, by=holder)
             task.apply_control_requests()
@@ -92,6 +95,53 @@ def advance_task(task_id: str) -> str:
     return f"{task.status}/{task.phase}"
 
 
+class Heartbeat:
+    """While a phase runs, keep the task's lease and the agent run alive.
+
+    A phase can take many minutes and the lease lasts CODEX_LEASE_SECONDS; every
+    CODEX_HEARTBEAT_SECONDS a background thread extends the lease (without a
+    version bump, see keep_lease_alive) and stamps the run's heartbeat, which
+    the stale-work reaper reads. The thread has its own database connection.
+    """
+
+    def __init__(self, task: Task, holder: str, run: AgentRun) -> None:
+        self.task, self.holder, self.run = task, holder, run
+        self.stopped = threading.Event()
+        self.lost = False
+        self.beats = 0
+        self.thread = threading.Thread(
+            target=self._loop, name=f"heartbeat-{task.task_id}", daemon=True
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        try:
+            while not self.stopped.wait(settings.CODEX_HEARTBEAT_SECONDS):
+                self.beat()
+        finally:
+            connections.close_all()
+
+    def beat(self) -> None:
+        """One heartbeat: extend the lease, stamp the run."""
+        try:
+            if not self.task.keep_lease_alive(self.holder):
+                self.lost = True
+                logger.warning("%s lost the lease of %s", self.holder, self.task)
+            AgentRun._base_manager.filter(pk=self.run.pk).update(
+                heartbeat_at=timezone.now()
+            )
+            self.beats += 1
+        except DatabaseError:
+            logger.exception("heartbeat of %s failed; trying again", self.task)
+
+
 def _run_phase(task: Task, task_id: str) -> PhaseResult:
     try:
         return get_phase_runner().run(task)
@@ -105,10 +155,11 @@ def _run_phase(task: Task, task_id: str) -> PhaseResult:
 
 
 def _finish_run(run: AgentRun, result: PhaseResult, holder: str, phase: str) -> None:
-    for name in RUN_METRICS:
-        if name in result.metrics:
-            setattr(run, name, result.metrics[name])
-    run.save()
+    measured = [name for name in RUN_METRICS if name in result.metrics]
+    for name in measured:
+        setattr(run, name, result.metrics[name])
+    if measured:  # only these: the heartbeat thread wrote heartbeat_at meanwhile
+        run.save(update_fields=measured)
     if result.outcome == "done":
         run.perform("succeed", by=holder, reason=f"{phase} step done")
     else:
