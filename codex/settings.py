@@ -276,6 +276,9 @@ CODEX_SCHEDULES = {
 CODEX_NOTIFY_SENDER = env_str(
     "CODEX_NOTIFY_SENDER", "integrations.notify.senders.LogSender"
 )
+CODEX_NOTIFY_WEBHOOK_URL = env_str("CODEX_NOTIFY_WEBHOOK_URL", "") or None
+CODEX_NOTIFY_WEBHOOK_TIMEOUT = env_int("CODEX_NOTIFY_WEBHOOK_TIMEOUT", 10, minimum=1)
+CODEX_NOTIFY_EMAIL_FROM = env_str("CODEX_NOTIFY_EMAIL_FROM", "") or None
 # Credentials of outside services; several may be given (comma-separated) so
 # that a rejected one is rotated out (spec 000 rotate_token).
 CODEX_CREDENTIALS = {

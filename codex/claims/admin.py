@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
@@ -11,13 +12,16 @@ from django_fsm.admin import FSMAdminMixin
 
 from codex.claims.models import (
     BacklogRun,
+    BacklogState,
     BoardItem,
     ClaimNotHeld,
     ClaimState,
     GitHubProject,
     IssueClaim,
 )
+from codex.claims.models.backlog import ACTIVE_STATES
 from codex.core.models import VersionConflict
+from codex.tasks.models import TERMINAL_STATUSES
 
 
 def operator(request: HttpRequest) -> str:
@@ -182,17 +186,44 @@ class IssueClaimAdmin(PerformTransitionsMixin, admin.ModelAdmin):
         self.message_user(request, f"Expired {expired} stale claim(s).")
 
 
+class BacklogRunForm(forms.ModelForm):
+    """What an operator chooses when starting a run."""
+
+    class Meta:
+        model = BacklogRun
+        fields = ["repository", "sessions", "threshold"]
+
+    def clean_repository(self):
+        """At most one live run per repository."""
+        repository = self.cleaned_data["repository"]
+        # Two live runs on one repository would not start duplicate tasks (the
+        # claims and idempotency keys prevent that) but would silently double
+        # the number of parallel sessions the operator asked for.
+        if BacklogRun.objects.active().filter(repository=repository).exists():
+            raise forms.ValidationError(
+                "A backlog run is already going on this repository; stop it first."
+            )
+        return repository
+
+
 @admin.register(BacklogRun)
 class BacklogRunAdmin(PerformTransitionsMixin, admin.ModelAdmin):
+    """Operators start a run by adding one (repository, parallel sessions,
+    threshold) and end it early with Stop; workers play its rounds
+    (codex.claims.jobs.play_backlog_rounds)."""
+
     fsm_fields = ["state"]
+    form = BacklogRunForm
     list_display = [
         "__str__",
         "repository",
         "state",
         "sessions",
+        "active_tasks",
+        "started_tasks",
+        "rounds",
         "consecutive_empty_rounds",
         "threshold",
-        "rounds",
         "issues_found",
         "last_check",
         "started_at",
@@ -202,6 +233,7 @@ class BacklogRunAdmin(PerformTransitionsMixin, admin.ModelAdmin):
     list_select_related = ["repository"]
     search_fields = ["repository__url"]
     show_full_result_count = False
+    actions = ["stop_runs"]
     readonly_fields = [
         "repository",
         "state",
@@ -210,12 +242,98 @@ class BacklogRunAdmin(PerformTransitionsMixin, admin.ModelAdmin):
         "consecutive_empty_rounds",
         "rounds",
         "issues_found",
+        "active_tasks",
+        "started_tasks",
+        "task_list",
         "last_check",
         "started_at",
         "terminated_at",
         "version",
         "updated_at",
     ]
+
+    def has_add_permission(self, request) -> bool:
+        """Unlike claims and board items, runs are started by operators."""
+        return super(PerformTransitionsMixin, self).has_add_permission(request)
+
+    def get_fields(self, request, obj=None):
+        """Adding asks for what the operator chooses; the rest is the run's."""
+        if obj is None:
+            return BacklogRunForm.Meta.fields
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        """A started run changes only through its rounds and Stop."""
+        if obj is None:
+            return ()
+        return super().get_readonly_fields(request, obj)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[BacklogRun]:
+        # Counted in the changelist's one query, so 30 rows cost what 3 do.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                started_task_count=Count("tasks", distinct=True),
+                active_task_count=Count(
+                    "tasks",
+                    filter=~Q(tasks__status__in=TERMINAL_STATUSES),
+                    distinct=True,
+                ),
+            )
+        )
+
+    @admin.display(description="started tasks", ordering="started_task_count")
+    def started_tasks(self, run: BacklogRun) -> int:
+        """How many tasks the run started in all."""
+        return run.started_task_count
+
+    @admin.display(description="tasks in progress", ordering="active_task_count")
+    def active_tasks(self, run: BacklogRun) -> int:
+        """How many of them are not finished (each holds a session)."""
+        return run.active_task_count
+
+    @admin.display(description="tasks")
+    def task_list(self, run: BacklogRun) -> str:
+        """The run's tasks with their issue and status (change page only)."""
+        tasks = run.tasks.order_by("issue_number").only(
+            "task_id", "issue_number", "status"
+        )
+        return ", ".join(
+            f"#{task.issue_number} {task.task_id} ({task.status})" for task in tasks
+        )
+
+    def save_model(self, request, obj: BacklogRun, form, change) -> None:
+        """Log who started the run, with the run's row."""
+        if not change:
+            obj.record(
+                by=operator(request),
+                reason=f"started with {obj.sessions} session(s), "
+                f"threshold {obj.threshold}",
+                target=BacklogState.RUNNING,
+            )
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Stop selected backlog runs")
+    def stop_runs(self, request: HttpRequest, queryset: QuerySet[BacklogRun]) -> None:
+        """End the selected live runs; a run's own tasks keep going."""
+        stopped, skipped = 0, 0
+        for run in queryset.filter(state__in=ACTIVE_STATES).select_related(
+            "repository"
+        ):
+            try:
+                run.perform("stop", by=operator(request))
+            except (TransitionNotAllowed, VersionConflict):
+                skipped += 1  # ended or played a round meanwhile
+                continue
+            stopped += 1
+        self.message_user(request, f"Stopped {stopped} backlog run(s).")
+        if skipped:
+            self.message_user(
+                request,
+                f"{skipped} run(s) changed meanwhile and were left alone; try again.",
+                messages.WARNING,
+            )
 
 
 class BoardItemInline(admin.TabularInline):

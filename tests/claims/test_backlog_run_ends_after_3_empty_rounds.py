@@ -9,7 +9,8 @@ from django_fsm import TransitionNotAllowed
 from codex.claims.models import BacklogRun, BacklogState, IssueClaim
 from codex.core.models import VersionConflict
 from codex.events.models import Event, EventKind
-from tests.claims.factories import make_backlog_run, make_claim
+from tests.claims.backlog_helpers import backlog_tasks, cache_open_issues, finish
+from tests.claims.factories import make_backlog_run
 
 pytestmark = pytest.mark.django_db
 
@@ -92,14 +93,15 @@ def test_rounds_and_transitions_are_workflow_events():
 
 def test_play_round_claims_one_issue_per_session_until_the_backlog_is_empty():
     run = make_backlog_run(sessions=2)
-    for number in (1, 2, 3):
-        make_claim(run.repository, number)
+    cache_open_issues(run.repository, 1, 2, 3)
 
-    assert len(run.play_round()) == 2
-    assert len(run.play_round()) == 1
+    assert len(run.play_round().claims) == 2
+    finish(*backlog_tasks(run))  # both sessions free again
+    assert len(run.play_round().claims) == 1
     assert run.state == BacklogState.RUNNING
+    finish(*backlog_tasks(run))
     for _ in range(3):
-        assert run.play_round() == []
+        assert run.play_round().claims == []
     assert run.state == BacklogState.TERMINATED
     sessions = set(IssueClaim.objects.values_list("claimed_by", flat=True))
     assert sessions == {

@@ -1,0 +1,1 @@
+"""Live-worker tests: real `manage.py qcluster` processes, killed on purpose."""

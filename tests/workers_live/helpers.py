@@ -1,0 +1,65 @@
+"""Assertions shared by the live-worker tests."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from codex.events.models import Event, EventKind
+from codex.tasks.models import Status, Task
+from tests.workers_live.cluster import Files
+from tests.workers_live.side_effect_runner import side_effect_key
+
+PHASES = ["intake", "planning", "implementation", "verification", "review", "release"]
+
+
+def all_completed(task_ids: list[str]) -> bool:
+    done = Task.objects.filter(task_id__in=task_ids, status=Status.COMPLETED).count()
+    return done == len(task_ids)
+
+
+def completions(task: Task) -> int:
+    """Status transitions to completed in the task's event log."""
+    return Event.objects.filter(
+        task=task,
+        kind=EventKind.TRANSITION,
+        field="status",
+        target=Status.COMPLETED,
+    ).count()
+
+
+def expected_side_effects(task_ids: list[str]) -> list[str]:
+    return sorted(
+        side_effect_key(task_id, phase)
+        for task_id in task_ids
+        for phase in ("implementation", "release")
+    )
+
+
+def assert_side_effects_once(files: Files, task_ids: list[str]) -> None:
+    lines = files.side_effect_lines()
+    twice = {key: n for key, n in Counter(lines).items() if n > 1}
+    assert not twice, f"side effects performed more than once: {twice}"
+    assert sorted(lines) == expected_side_effects(task_ids)
+
+
+def assert_no_concurrent_runs(files: Files, killed_at: float | None = None) -> None:
+    """No two run(task) calls of one task overlapped in time. A run cut short
+    by a kill (no end recorded) ends at `killed_at` (time.time() of the kill)."""
+    by_task: dict[str, list[dict]] = {}
+    for run in files.runs():
+        by_task.setdefault(run["task"], []).append(run)
+    for task_id, runs in by_task.items():
+        previous = None
+        for run in sorted(runs, key=lambda r: r["start"]):
+            end = run["end"]
+            if end is None:
+                assert killed_at and run["start"] <= killed_at, (
+                    f"a run that never ended and was not killed: {run}"
+                )
+                end = killed_at
+            if previous is not None:
+                assert run["start"] >= previous[1], (
+                    f"{task_id}: {run['phase']} (pid {run['pid']}) started while "
+                    f"{previous[0]['phase']} (pid {previous[0]['pid']}) still ran"
+                )
+            previous = (run, end)
