@@ -243,6 +243,10 @@ CODEX_RETRY_BACKOFF_MAX_SECONDS = env_int(
     "CODEX_RETRY_BACKOFF_MAX_SECONDS", 1800, minimum=1
 )
 CODEX_EVENT_RETENTION_DAYS = env_int("CODEX_EVENT_RETENTION_DAYS", 0, minimum=0)
+# Where agent worktrees live; the heartbeat job removes orphans under it only.
+CODEX_WORKTREE_ROOT = env_str("CODEX_WORKTREE_ROOT", str(VAR_DIR / "worktrees"))
+CODEX_ALERT_CHANNEL = env_str("CODEX_ALERT_CHANNEL", "operators")
+CODEX_ALERT_RECIPIENT = env_str("CODEX_ALERT_RECIPIENT", "operators")
 CODEX_SCHEDULES = {
     # job path: interval in minutes (0 turns the job off)
     "codex.tasks.jobs.resume_due_tasks": env_int(

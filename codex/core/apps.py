@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class CoreConfig(AppConfig):
@@ -14,3 +15,14 @@ class CoreConfig(AppConfig):
         post_transition.connect(
             record_transition_event, dispatch_uid="logged_state_event_log"
         )
+        # Schedules follow the CODEX_EVERY_* settings on every migrate, not
+        # only on the migration that first created them.
+        post_migrate.connect(
+            _seed_schedules, sender=self, dispatch_uid="codex_seed_schedules"
+        )
+
+
+def _seed_schedules(**kwargs) -> None:
+    from codex.core.schedules import seed_schedules
+
+    seed_schedules()

@@ -203,17 +203,27 @@ def resume_due_tasks() -> int:
     return resumed
 
 
+# What a task's end means for the issue claim it came from (spec 000).
+CLAIM_OUTCOME = {
+    Status.COMPLETED: ("close", "the task completed"),
+    Status.FAILED: ("fail", "the task failed"),
+    Status.CANCELLED: ("release", "the task was cancelled"),
+}
+
+
 def clean_up_task(task_id: str) -> dict[str, int]:
-    """After a task was cancelled: give back what it held beyond its lease (its
-    issue claim, its agent instances and runs). Safe to run twice."""
+    """After a task ended: settle its issue claim (completed closes it, failed
+    counts a failure, cancelled releases it) and, unless it completed, stop its
+    agent instances and runs. Safe to run twice."""
     from codex.claims.models import ClaimState, IssueClaim
     from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
 
     task = Task.objects.select_related("repository").filter(task_id=task_id).first()
-    if task is None or task.status != Status.CANCELLED:
+    if task is None or task.status not in CLAIM_OUTCOME:
         return {}
     by = "system:cleanup"
-    reason = f"task {task_id} was cancelled"
+    action, reason = CLAIM_OUTCOME[task.status]
+    reason = f"{reason} ({task_id})"
     done = {"claims": 0, "instances": 0, "runs": 0}
     if task.issue_number:
         for claim in IssueClaim.objects.filter(
@@ -221,8 +231,10 @@ def clean_up_task(task_id: str) -> dict[str, int]:
             number=task.issue_number,
             state=ClaimState.CLAIMED,
         ):
-            claim.perform("release", by=by, reason=reason)
+            claim.perform(action, by=by, reason=reason)
             done["claims"] += 1
+    if task.status == Status.COMPLETED:
+        return done
     for instance in AgentInstance.objects.filter(task=task).exclude(
         status=InstanceStatus.TERMINATED
     ):

@@ -19,6 +19,9 @@ Recovery workflow", §3.5) with a lease event in the log.
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,6 +56,16 @@ RECOVERY_POINTS: dict[str, str] = {
     Phase.REVIEW: "after the review report saved",
     Phase.RELEASE: "before merge (pull request and approvals kept)",
 }
+
+
+def lease_holder_name() -> str:
+    """A lease holder name unique to one recovery attempt.
+
+    Events say ACTOR; the lease needs more, because a holder may re-take its own
+    lease: two recovery jobs both named "system:recovery" would each think they
+    held it and overwrite each other's work.
+    """
+    return f"{ACTOR}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def stuck_after() -> timedelta:
@@ -110,8 +123,9 @@ def recover_task(task_id: str) -> bool:
         return False
     if task.lease_holder and not task.lease_is_active:
         _break_expired_lease(task)
+    holder = lease_holder_name()
     try:
-        task.acquire_lease(ACTOR, attempts=1)
+        task.acquire_lease(holder, attempts=1)
     except LeaseUnavailable as exc:
         logger.info("recovery of %s skipped: %s", task_id, exc)
         return False
@@ -131,7 +145,7 @@ def recover_task(task_id: str) -> bool:
         return True
     finally:
         # Saving released it; this only runs when something failed before that.
-        if task.held_lease == ACTOR:
+        if task.held_lease == holder:
             task.release_lease()
 
 

@@ -126,3 +126,38 @@ def test_every_step_is_recorded_as_an_agent_run(scripted_runner):
         "release",
     ]
     assert {run.status for run in runs} == {"succeeded"}
+
+
+@pytest.mark.parametrize(
+    ("status", "claim_state", "stopped"),
+    [("completed", "released", False), ("failed", "failed", True)],
+)
+def test_the_end_of_a_task_settles_its_issue_claim(status, claim_state, stopped):
+    """Spec 000: a completed task closes its issue's claim, a failed one counts
+    a failure against it; agent work of a failed task is stopped."""
+    task = make_task(issue_number=9)
+    claim = IssueClaim.objects.claim(task.repository, 9, "session-1")
+    run = AgentRun.objects.begin(by="worker:x", task=task)
+    put_in_state(task, status=status)
+    clean_up_task(task.task_id)
+    claim.refresh_from_db()
+    run.refresh_from_db()
+    assert claim.state == claim_state
+    if status == "completed":
+        assert claim.issue_closed and claim.successful_closes == 1
+    else:
+        assert claim.failure_count == 1
+        assert "the task failed" in claim.failure_reasons[-1]
+    assert (run.status == "failed") is stopped
+
+
+def test_completing_and_failing_enqueue_the_settlement(
+    scripted_runner, django_capture_on_commit_callbacks, enqueued
+):
+    task = make_task()
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(8):
+            advance_task(task.task_id)
+    assert ("codex.tasks.jobs.clean_up_task", task.task_id) in [
+        call for call, _ in enqueued
+    ]

@@ -25,7 +25,10 @@ def test_creating_a_task_runs_the_whole_chain_inline(
     task.refresh_from_db()
     assert task.status == "completed"
     assert task.lease_holder is None
-    assert len(callbacks) == 6  # one per step: created + 5 phase moves
+    # one per step (created + 5 phase moves), then the settlement of the end
+    assert len(callbacks) == 7
+    settled = QueuedJob.objects.get(func="codex.tasks.jobs.clean_up_task")
+    assert settled.success and settled.args == (task.task_id,)
     assert len(scripted_runner.calls) == 6
     jobs = QueuedJob.objects.filter(func="codex.tasks.jobs.advance_task")
     assert jobs.count() == 6

@@ -489,6 +489,7 @@ class Task(VersionedLeasedModel):
         self._finish_phase()
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
+        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
 
     @transition(
         field=status,
@@ -501,6 +502,7 @@ class Task(VersionedLeasedModel):
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
         self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
+        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
 
     @transition(
         field=status,
