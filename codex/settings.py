@@ -283,6 +283,20 @@ CODEX_NOTIFY_SENDER = env_str(
 CODEX_NOTIFY_WEBHOOK_URL = env_str("CODEX_NOTIFY_WEBHOOK_URL", "") or None
 CODEX_NOTIFY_WEBHOOK_TIMEOUT = env_int("CODEX_NOTIFY_WEBHOOK_TIMEOUT", 10, minimum=1)
 CODEX_NOTIFY_EMAIL_FROM = env_str("CODEX_NOTIFY_EMAIL_FROM", "") or None
+# GitHub (issue 5). GITHUB_TOKEN is under CODEX_CREDENTIALS below.
+GITHUB_APP_ID = env_str("GITHUB_APP_ID", "")
+GITHUB_APP_PRIVATE_KEY = env_str("GITHUB_APP_PRIVATE_KEY", "")
+GITHUB_APP_INSTALLATION_ID = env_str("GITHUB_APP_INSTALLATION_ID", "")
+GITHUB_BASE_URL = env_str("GITHUB_BASE_URL", "https://api.github.com")
+GITHUB_WEBHOOK_SECRET = env_str("GITHUB_WEBHOOK_SECRET", "")
+CODEX_WEBHOOK_MAX_BYTES = env_int("CODEX_WEBHOOK_MAX_BYTES", 5_000_000, minimum=1000)
+CODEX_TRIGGER_LABEL = env_str("CODEX_TRIGGER_LABEL", "codex")
+CODEX_BOT_LOGIN = env_str("CODEX_BOT_LOGIN", "codex[bot]")
+CODEX_GIT_TIMEOUT_SECONDS = env_int("CODEX_GIT_TIMEOUT_SECONDS", 300, minimum=5)
+CODEX_MIRROR_ROOT = env_str("CODEX_MIRROR_ROOT", str(VAR_DIR / "mirrors"))
+CODEX_GIT_AUTHOR_NAME = env_str("CODEX_GIT_AUTHOR_NAME", "Codex")
+CODEX_GIT_AUTHOR_EMAIL = env_str("CODEX_GIT_AUTHOR_EMAIL", "codex@localhost")
+
 # Credentials of outside services; several may be given (comma-separated) so
 # that a rejected one is rotated out (spec 000 rotate_token).
 CODEX_CREDENTIALS = {

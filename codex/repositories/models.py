@@ -9,11 +9,18 @@ from django.db import models
 from django.utils import timezone
 
 
-def normalize_repository_url(url: str) -> str:
-    """The canonical form of a repository URL: https, no `.git`, no trailing slash.
+class Forge(models.TextChoices):
+    """Where a repository's remote and pull requests live."""
 
-    Raises ValidationError with a reason for anything that is not an http(s) URL
-    with an owner and a name.
+    GITHUB = "github", "GitHub"
+    LOCAL = "local", "Local forge (bare repository on disk)"
+
+
+def normalize_repository_url(url: str) -> str:
+    """The canonical form of a repository URL: https, no `.git`, no trailing slash;
+    or, for the local forge, `file:///absolute/path/name.git` of a bare repository.
+
+    Raises ValidationError with a reason for anything else.
     """
     text = (url or "").strip()
     if not text:
@@ -22,6 +29,8 @@ def normalize_repository_url(url: str) -> str:
         raise ValidationError(
             "A repository URL cannot contain spaces or control characters."
         )
+    if text.startswith("file:"):
+        return _normalize_local_url(text)
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(
@@ -43,6 +52,23 @@ def normalize_repository_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}/{segments[0]}/{segments[1]}"
 
 
+def _normalize_local_url(text: str) -> str:
+    parts = urlsplit(text)
+    path = parts.path.rstrip("/")
+    if parts.netloc or not path.startswith("/") or ".." in path.split("/"):
+        raise ValidationError(
+            "A local repository URL must be file:///absolute/path/to/name.git."
+        )
+    if not path.endswith(".git"):
+        path += ".git"
+    return f"file://{path}"
+
+
+def forge_of(url: str) -> str:
+    """The forge a canonical repository URL belongs to."""
+    return Forge.LOCAL if url.startswith("file://") else Forge.GITHUB
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -56,7 +82,10 @@ class Repository(models.Model):
     lets an operator stop intake for one repository.
     """
 
-    url = models.URLField(max_length=300, unique=True)
+    url = models.CharField(max_length=500, unique=True)
+    forge = models.CharField(
+        max_length=10, choices=Forge.choices, default=Forge.GITHUB, editable=False
+    )
     default_branch = models.CharField(max_length=100, default="main")
     accepts_tasks = models.BooleanField(
         default=True, help_text="When off, intake refuses new tasks for it."
@@ -75,11 +104,25 @@ class Repository(models.Model):
 
     @property
     def full_name(self) -> str:
-        """`owner/name`."""
-        return "/".join(self.url.rsplit("/", 2)[-2:])
+        """`owner/name` (for the local forge: `folder/name`)."""
+        url = self.url.removesuffix(".git") if self.is_local else self.url
+        return "/".join(url.rsplit("/", 2)[-2:])
+
+    @property
+    def is_local(self) -> bool:
+        return self.forge == Forge.LOCAL
+
+    @property
+    def local_path(self) -> str:
+        """The bare repository's folder (local forge only)."""
+        return self.url.removeprefix("file://")
 
     def clean(self) -> None:
         try:
             self.url = normalize_repository_url(self.url)
         except ValidationError as exc:
             raise ValidationError({"url": exc.messages}) from None
+
+    def save(self, *args, **kwargs) -> None:
+        self.forge = forge_of(self.url)
+        super().save(*args, **kwargs)

@@ -217,3 +217,17 @@ def test_keys_are_scoped_per_user(api_client):
     third = post(other, body(title="Different"), **{"Idempotency-Key": "shared-2"})
     fourth = post(api_client, body(title="Mine"), **{"Idempotency-Key": "shared-2"})
     assert (third.status_code, fourth.status_code) == (201, 201)
+
+
+def test_a_local_repository_is_not_registered_by_intake(api_client):
+    """A file:// URL names a folder on the server: only operators register it."""
+    from codex.repositories.models import Repository
+
+    response = api_client.post(
+        "/api/tasks/",
+        {"repository": "file:///etc/passwd", "title": "x"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "operator" in str(response.json()["error"]["fields"]["repository"])
+    assert not Repository.objects.exists()

@@ -6,7 +6,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from codex.repositories.models import Repository, normalize_repository_url
+from codex.repositories.models import (
+    Forge,
+    Repository,
+    forge_of,
+    normalize_repository_url,
+)
 from codex.tasks.models import Priority, Task
 from codex.tasks.models.task import TITLE_MAX_LENGTH
 
@@ -40,6 +45,11 @@ class TaskCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError(exc.messages) from None
         repository = Repository.objects.filter(url=url).first()
         if repository is None:
+            if forge_of(url) == Forge.LOCAL:
+                # A path on the server is for an operator to register, not a client.
+                raise serializers.ValidationError(
+                    "Local repositories are registered by an operator in the console."
+                )
             if settings.CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY:
                 raise serializers.ValidationError(
                     "This repository is not registered with Codex; "
