@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "codex.children",
     "codex.configuration",
     "codex.notifications",
+    "codex.webhooks",
 ]
 
 MIDDLEWARE = [

@@ -12,5 +12,6 @@ admin.site.index_title = "Operator console"
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/webhooks/", include("codex.webhooks.urls")),
     path("api/", include("codex.tasks.api.urls")),
 ]
