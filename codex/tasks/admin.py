@@ -389,6 +389,12 @@ class VerificationReportAdmin(admin.ModelAdmin):
     list_select_related = ["task"]
     search_fields = ["task__task_id"]
 
+    def has_add_permission(self, request) -> bool:
+        return False  # reports are the agents' work, recorded by the pipeline
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
 
 @admin.register(ReviewReport)
 class ReviewReportAdmin(admin.ModelAdmin):
@@ -396,6 +402,12 @@ class ReviewReportAdmin(admin.ModelAdmin):
     list_filter = ["assessment"]
     list_select_related = ["task"]
     search_fields = ["task__task_id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # reports are the agents' work, recorded by the pipeline
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Triage)
