@@ -14,4 +14,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/webhooks/", include("codex.webhooks.urls")),
     path("api/", include("codex.tasks.api.urls")),
+    path("", include("codex.tasks.urls")),
 ]
