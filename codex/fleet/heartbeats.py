@@ -32,6 +32,7 @@ from codex.core.models import VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.tasks.models import Status
+from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ def reap_stale_work() -> dict[str, list[str]]:
         )
         # A worktree created moments ago may not have its instance row yet.
         removed = remove_orphaned_worktrees(Path(root), live, older_than=cutoff)
+        # Deleted worktree folders stay registered in their mirrors (and keep
+        # their branches checked out) until git forgets them.
+        prune_all_mirrors()
     return {
         "runs_failed": failed,
         "tasks_requeued": requeued,

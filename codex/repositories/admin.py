@@ -1,6 +1,11 @@
 from django.contrib import admin
 
-from codex.repositories.models import Repository
+from codex.repositories.models import (
+    LocalComment,
+    LocalIssue,
+    LocalPullRequest,
+    Repository,
+)
 
 
 @admin.register(Repository)
@@ -16,3 +21,55 @@ class RepositoryAdmin(admin.ModelAdmin):
     list_filter = ["forge", "accepts_tasks", "registered_on_first_use"]
     search_fields = ["url"]
     readonly_fields = ["registered_on_first_use", "created_at"]
+
+
+@admin.register(LocalPullRequest)
+class LocalPullRequestAdmin(admin.ModelAdmin):
+    """Pull requests of local-forge repositories. Read-only: their state follows
+    the bare repository and the local forge's merges, not hand edits."""
+
+    list_display = [
+        "__str__",
+        "title",
+        "head",
+        "base",
+        "state",
+        "draft",
+        "created_at",
+        "merged_at",
+    ]
+    list_filter = ["state", "draft", "repository"]
+    search_fields = ["title", "head", "repository__url"]
+
+    def has_add_permission(self, request) -> bool:
+        """Pull requests are opened by the local forge, not by hand."""
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        """Read-only (see the class docstring)."""
+        return False
+
+
+class LocalCommentInline(admin.TabularInline):
+    model = LocalComment
+    extra = 0
+    readonly_fields = ["body", "created_at"]
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        """Comments are recorded by the local forge, not by hand."""
+        return False
+
+
+@admin.register(LocalIssue)
+class LocalIssueAdmin(admin.ModelAdmin):
+    """What the local forge recorded on issue and pull request numbers."""
+
+    list_display = ["__str__", "labels", "closed_at"]
+    list_filter = ["repository"]
+    readonly_fields = ["repository", "number", "labels", "closed_at"]
+    inlines = [LocalCommentInline]
+
+    def has_add_permission(self, request) -> bool:
+        """Issue records appear when the local forge first uses a number."""
+        return False

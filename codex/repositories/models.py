@@ -126,3 +126,97 @@ class Repository(models.Model):
     def save(self, *args, **kwargs) -> None:
         self.forge = forge_of(self.url)
         super().save(*args, **kwargs)
+
+
+class LocalPullRequest(models.Model):
+    """A pull request of the local forge (codex.repositories.local_forge): the
+    branches live in the bare repository at `repository.local_path`, the pull
+    request itself here. `number` counts per repository from 1; at most one
+    open pull request per head branch (enforced by the database).
+
+    Its comments, labels and closing live in LocalIssue/LocalComment under the
+    same number: as on GitHub, a pull request is also an issue.
+    """
+
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+        MERGED = "merged", "Merged"
+
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="local_pull_requests"
+    )
+    number = models.PositiveIntegerField()
+    head = models.CharField(max_length=200, help_text="The branch to merge.")
+    base = models.CharField(max_length=200, help_text="The branch merged into.")
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    draft = models.BooleanField(default=False)
+    head_sha = models.CharField(max_length=64, blank=True)
+    merge_sha = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    merged_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["repository", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "number"], name="local_pr_number_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["repository", "head"],
+                condition=models.Q(state="open"),
+                name="local_pr_one_open_per_head",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository.full_name}#{self.number}"
+
+
+class LocalIssue(models.Model):
+    """What the local forge records about an issue or pull request number of a
+    local repository: its labels and whether it was closed. Issues of a local
+    repository have no other existence; the row appears on first use."""
+
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="local_issues"
+    )
+    number = models.PositiveIntegerField()
+    labels = models.JSONField(default=list, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["repository", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "number"], name="local_issue_number_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository.full_name}#{self.number}"
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether the local forge closed this issue or pull request number."""
+        return self.closed_at is not None
+
+
+class LocalComment(models.Model):
+    """A comment the local forge recorded on an issue or pull request; its
+    primary key is the comment id the forge reports."""
+
+    issue = models.ForeignKey(
+        LocalIssue, on_delete=models.CASCADE, related_name="comments"
+    )
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["issue", "id"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {self.issue}"

@@ -240,7 +240,7 @@ class AgentInstance(LoggedStateModel):
     # GitHub.
     issue_number = models.PositiveIntegerField(null=True, blank=True)
     pr_number = models.PositiveIntegerField(null=True, blank=True)
-    pr_url = models.URLField(max_length=300, blank=True)
+    pr_url = models.CharField(max_length=500, blank=True)
 
     system_prompt = models.TextField(blank=True)
     agent_number = models.PositiveSmallIntegerField(default=1)

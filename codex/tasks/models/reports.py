@@ -25,7 +25,7 @@ class VerificationReport(models.Model):
         "tasks.Task", on_delete=models.CASCADE, related_name="verification_reports"
     )
     cycle = models.PositiveSmallIntegerField()
-    pr_url = models.URLField(max_length=300, blank=True)
+    pr_url = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     tests_passed = models.PositiveIntegerField(default=0)
     tests_failed = models.PositiveIntegerField(default=0)
@@ -70,7 +70,7 @@ class ReviewReport(models.Model):
         "tasks.Task", on_delete=models.CASCADE, related_name="review_reports"
     )
     cycle = models.PositiveSmallIntegerField()
-    pr_url = models.URLField(max_length=300, blank=True)
+    pr_url = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     assessment = models.CharField(max_length=20, choices=Recommendation.choices)
     comments = models.JSONField(default=list, blank=True)

@@ -257,7 +257,7 @@ class Task(VersionedLeasedModel):
     current_task = models.PositiveIntegerField(default=0)
     total_tasks = models.PositiveIntegerField(default=0)
     branch = models.CharField(max_length=200, blank=True)
-    pr_url = models.URLField(max_length=300, blank=True)
+    pr_url = models.CharField(max_length=500, blank=True)
     commits = models.JSONField(default=list, blank=True)
     ci_passing = models.BooleanField(null=True, blank=True)
     pr_merged = models.BooleanField(default=False)

@@ -1,0 +1,489 @@
+"""Git operations Codex performs: mirrors, worktrees, branches, commits, pushes,
+merges. Everything runs through `runner.run_git` (no shell, minimal environment,
+credentials only in the environment, classified failures).
+
+Layout:
+
+- one bare *mirror* per repository under CODEX_MIRROR_ROOT
+  (`<owner>--<name>-<hash>.git`), fetched on every `ensure_mirror`. Its remote
+  `origin` fetches into `refs/remotes/origin/*`, not `refs/*` as `clone
+  --mirror` would: a fetch must never overwrite or prune the local branches
+  the agents' worktrees have checked out;
+- one *worktree* per agent instance (CODEX_WORKTREE_ROOT/...), on branch
+  `codex/<task_id>[-aN]`, created from `origin/<base>`.
+
+Operations that change a mirror's administrative files (creating it, adding,
+removing or pruning worktrees) hold an exclusive file lock on it, so two workers
+on one machine do not trip over git's own lock files ("index.lock exists",
+"cannot lock ref"). The lock is POSIX `flock`, local to one machine, as the
+mirrors are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from codex.core.errors import (
+    NO_RESPONSE,
+    Action,
+    ClassifiedFailure,
+    ErrorKind,
+    classify_kind,
+    make_error,
+)
+from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
+
+if TYPE_CHECKING:
+    from codex.repositories.models import Repository
+
+logger = logging.getLogger(__name__)
+
+BRANCH_PREFIX = "codex/"
+TRAILER = "Codex-Task"
+# Pushes retried after a non-fast-forward: each retry fetches and rebases, so a
+# third rejection means someone pushes to the branch continuously; a person (or
+# the worker's own pull_retry) decides then.
+PUSH_TRIES = 3
+# Merges retried when the base branch moved while the merge was being built.
+MERGE_TRIES = 3
+MERGE_METHODS = ("merge", "squash", "rebase")
+LOCK_FILE = "codex.lock"
+
+SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _failure(action: Action, message: str) -> ClassifiedFailure:
+    """A ClassifiedFailure of git raised by these operations themselves."""
+    return make_error(SOURCE, NO_RESPONSE, action, message).exception()
+
+
+def identity_env() -> dict[str, str]:
+    """The author and committer identity of every commit Codex makes; given
+    explicitly so that no machine's own git configuration is needed."""
+    name = settings.CODEX_GIT_AUTHOR_NAME
+    email = settings.CODEX_GIT_AUTHOR_EMAIL
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+@contextlib.contextmanager
+def locked(repo: Path) -> Iterator[None]:
+    """Hold the exclusive lock of git folder `repo` (created if missing)."""
+    repo.mkdir(parents=True, exist_ok=True)
+    with open(repo / LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# -- names and lookups --------------------------------------------------------
+
+
+def branch_name(task_id: str, agent_number: int | None = None) -> str:
+    """The branch of a task's work: `codex/<task_id>`, or `codex/<task_id>-aN`
+    for the N-th of several coding agents on one task."""
+    if not TASK_ID.match(task_id or ""):
+        raise ValueError(f"not usable in a branch name: {task_id!r}")
+    if agent_number is None:
+        return f"{BRANCH_PREFIX}{task_id}"
+    if agent_number < 1:
+        raise ValueError("agent numbers start at 1")
+    return f"{BRANCH_PREFIX}{task_id}-a{agent_number}"
+
+
+def mirror_path(repository: Repository) -> Path:
+    """Where `repository`'s mirror lives: readable name, plus a hash of the URL
+    so that two repositories whose names slug alike never share a mirror."""
+    digest = hashlib.sha256(repository.url.encode()).hexdigest()[:10]
+    name = SAFE_NAME.sub("-", repository.full_name.replace("/", "--")).strip("-.")
+    return Path(settings.CODEX_MIRROR_ROOT).absolute() / f"{name}-{digest}.git"
+
+
+def ref_sha(repo: str | os.PathLike[str], ref: str) -> str | None:
+    """The commit `ref` (a ref, branch or sha) points at in `repo`, or None
+    when there is no such commit."""
+    result = git(
+        ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo, check=False
+    )
+    if result.returncode == 0:
+        return result.stdout.strip()
+    if result.returncode == 1:  # --verify --quiet: "no such revision"
+        return None
+    # Not a repository, or worse: that is a failure, not an absent ref.
+    git(["rev-parse", "--git-dir"], repo)
+    return None
+
+
+def branch_sha(repo: str | os.PathLike[str], branch: str) -> str | None:
+    """The commit local branch `branch` of `repo` points at, or None."""
+    return ref_sha(repo, f"refs/heads/{branch}")
+
+
+def head_sha(worktree: str | os.PathLike[str]) -> str:
+    """The commit checked out in `worktree`."""
+    return run_git(["rev-parse", "HEAD"], worktree).strip()
+
+
+# -- mirrors ------------------------------------------------------------------
+
+
+def ensure_mirror(
+    repository: Repository,
+    remote_url: str,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """The bare mirror of `repository`, created on first use and fetched from
+    `remote_url` (credentials in `env`, never in the URL) on every call."""
+    if URL_USERINFO.search(remote_url):
+        raise ValueError("the remote URL must not contain credentials")
+    mirror = mirror_path(repository)
+    with locked(mirror):
+        if not _is_repository(mirror):
+            run_git(["init", "--bare", "--quiet", str(mirror)], mirror.parent)
+        current = git(["config", "--get", "remote.origin.url"], mirror, check=False)
+        if current.returncode != 0:
+            run_git(["remote", "add", "origin", remote_url], mirror)
+        elif current.stdout.strip() != remote_url:
+            run_git(["remote", "set-url", "origin", remote_url], mirror)
+        run_git(["fetch", "--prune", "--quiet", "origin"], mirror, env)
+    return mirror
+
+
+def _is_repository(folder: Path) -> bool:
+    """Whether `folder` is already a bare repository (not just our lock file)."""
+    return (folder / "HEAD").exists()
+
+
+# -- worktrees ----------------------------------------------------------------
+
+
+def _worktrees(mirror: Path) -> dict[Path, str | None]:
+    """The worktrees registered in `mirror`: path → branch (None if detached)."""
+    listing = run_git(["worktree", "list", "--porcelain"], mirror)
+    found: dict[Path, str | None] = {}
+    path: Path | None = None
+    for line in listing.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree ")).resolve()
+            found[path] = None
+        elif line.startswith("branch ") and path is not None:
+            found[path] = line.removeprefix("branch refs/heads/")
+    return found
+
+
+def add_worktree(
+    mirror: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    branch: str,
+    base: str,
+) -> Path:
+    """A worktree of `mirror` at `path` on `branch`, made from `base` (the
+    remote's branch of that name, else a local branch or a commit).
+
+    Idempotent: an existing worktree at `path` on `branch` is returned as is; a
+    branch that already exists (locally, or on the remote after an earlier
+    attempt pushed it) is checked out rather than made again from `base`.
+    """
+    mirror = Path(mirror).absolute()
+    target = Path(path).absolute()
+    with locked(mirror):
+        # Entries whose folder was deleted would block the path and the branch.
+        run_git(["worktree", "prune"], mirror)
+        existing = _worktrees(mirror)
+        if target.resolve() in existing:
+            checked_out = existing[target.resolve()]
+            if checked_out != branch:
+                raise _failure(
+                    Action.ABORT,
+                    f"{target} is already a worktree on {checked_out or 'no branch'}"
+                    f", not {branch}",
+                )
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if branch_sha(mirror, branch):
+            run_git(["worktree", "add", "--quiet", str(target), branch], mirror)
+            return target
+        start = ref_sha(mirror, f"refs/remotes/origin/{branch}")
+        if start is None:
+            start = _resolve_base(mirror, base)
+        run_git(
+            # --no-track: an upstream of origin/main would make a plain
+            # `git pull`/`git push` in the worktree go to the base branch.
+            ["worktree", "add", "--quiet", "--no-track", "-b", branch]
+            + [str(target), start],
+            mirror,
+        )
+    return target
+
+
+def _resolve_base(mirror: Path, base: str) -> str:
+    """The commit a new branch starts from: the remote's `base`, else a local
+    branch or revision called `base`."""
+    for ref in (f"refs/remotes/origin/{base}", f"refs/heads/{base}", base):
+        sha = ref_sha(mirror, ref)
+        if sha:
+            return sha
+    raise _failure(Action.ABORT, f"base {base!r} not found in {mirror.name}")
+
+
+def remove_worktree(
+    mirror: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    delete_branch: bool = False,
+) -> bool:
+    """Remove the worktree at `path` from `mirror`, with any uncommitted work in
+    it (its agent is finished or dead), and optionally its local branch.
+
+    Idempotent; returns whether there was a worktree to remove. A folder at
+    `path` that is not a worktree of `mirror` is left alone: it is not ours.
+    """
+    mirror = Path(mirror).absolute()
+    target = Path(path).absolute().resolve()
+    with locked(mirror):
+        existing = _worktrees(mirror)
+        if target not in existing:
+            run_git(["worktree", "prune"], mirror)
+            return False
+        branch = existing[target]
+        if target.exists():
+            # Twice --force: also removes a worktree someone locked.
+            git(["worktree", "remove", "--force", "--force", str(target)], mirror)
+            # What git could not delete (files it does not know) goes too.
+            shutil.rmtree(target, ignore_errors=True)
+        run_git(["worktree", "prune"], mirror)
+        if delete_branch and branch:
+            git(["branch", "--quiet", "-D", branch], mirror, check=False)
+    return True
+
+
+def prune_worktrees(mirror: str | os.PathLike[str]) -> None:
+    """Forget the worktrees of `mirror` whose folders are gone (deleted by the
+    orphan reaper, or by hand), which frees their paths and branches."""
+    mirror = Path(mirror).absolute()
+    with locked(mirror):
+        run_git(["worktree", "prune"], mirror)
+
+
+def prune_all_mirrors(root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """`prune_worktrees` on every mirror under `root` (CODEX_MIRROR_ROOT); a
+    mirror that fails is logged and skipped. Returns the mirrors pruned."""
+    folder = Path(root or settings.CODEX_MIRROR_ROOT)
+    if not folder.is_dir():
+        return []
+    pruned: list[Path] = []
+    for mirror in sorted(folder.glob("*.git")):
+        if not _is_repository(mirror):
+            continue
+        try:
+            prune_worktrees(mirror)
+        except ClassifiedFailure as failure:
+            logger.warning("could not prune worktrees of %s: %s", mirror, failure)
+            continue
+        pruned.append(mirror)
+    return pruned
+
+
+# -- commits and pushes -------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _message_file(message: str) -> Iterator[str]:
+    """`message` in a temporary file: given to git with -F, so that neither its
+    length nor its content (an agent wrote it) matters on the command line."""
+    descriptor, name = tempfile.mkstemp(prefix="codex-msg-", suffix=".txt")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(message)
+        yield name
+    finally:
+        os.unlink(name)
+
+
+def commit_all(
+    worktree: str | os.PathLike[str], message: str, task_id: str
+) -> str | None:
+    """Commit every change in `worktree` (new, changed, deleted files) as
+    CODEX_GIT_AUTHOR_NAME/EMAIL with a `Codex-Task: <task_id>` trailer.
+
+    Returns the new commit's sha, or None when nothing changed.
+    """
+    if not message.strip():
+        raise ValueError("a commit needs a message")
+    run_git(["add", "--all"], worktree)
+    if not run_git(["status", "--porcelain"], worktree).strip():
+        return None
+    with _message_file(message) as path:
+        run_git(
+            # --no-verify and no signing: the commit must not depend on hooks or
+            # keys of whatever machine the worker runs on.
+            ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify"]
+            + ["-F", path, "--trailer", f"{TRAILER}: {task_id}"],
+            worktree,
+            identity_env(),
+        )
+    return head_sha(worktree)
+
+
+def push(
+    worktree: str | os.PathLike[str],
+    branch: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    tries: int = PUSH_TRIES,
+) -> str:
+    """Push the worktree's HEAD to `branch` on origin; return the pushed sha.
+
+    A non-fast-forward rejection (someone pushed to the branch meanwhile) is
+    handled by pulling: fetch the branch, rebase onto it, push again, at most
+    `tries` pushes in all; still rejected → the pull_retry failure is raised.
+    A rebase conflict → manual_review, with the worktree left as before it.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            run_git(
+                ["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"],
+                worktree,
+                env,
+            )
+            return head_sha(worktree)
+        except ClassifiedFailure as failure:
+            if failure.action != Action.PULL_RETRY or attempt == tries:
+                raise
+            logger.info("push of %s rejected (attempt %s): pulling", branch, attempt)
+        _pull_rebase(worktree, branch, env)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _pull_rebase(
+    worktree: str | os.PathLike[str], branch: str, env: Mapping[str, str] | None
+) -> None:
+    """Fetch origin's `branch` and rebase the worktree's commits onto it."""
+    tracking = f"refs/remotes/origin/{branch}"
+    run_git(
+        ["fetch", "--quiet", "origin", f"+refs/heads/{branch}:{tracking}"],
+        worktree,
+        env,
+    )
+    try:
+        run_git(["rebase", "--quiet", tracking], worktree, identity_env())
+    except ClassifiedFailure as failure:
+        # Leave the worktree on its own commits, not mid-rebase.
+        git(["rebase", "--abort"], worktree, check=False)
+        if failure.action == Action.MANUAL_REVIEW:
+            raise
+        raise classify_kind(
+            SOURCE,
+            ErrorKind.MERGE_CONFLICT,
+            message=f"rebase onto origin/{branch} failed: {failure.error.message}",
+            original=failure,
+        ).exception() from failure
+
+
+# -- merges (the local forge) -------------------------------------------------
+
+
+@contextlib.contextmanager
+def _scratch_worktree(repo: Path, start: str) -> Iterator[Path]:
+    """A detached worktree of `repo` at `start`, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="codex-merge-"))
+    try:
+        run_git(["worktree", "add", "--quiet", "--detach", str(folder), start], repo)
+        yield folder
+    finally:
+        git(
+            ["worktree", "remove", "--force", "--force", str(folder)], repo, check=False
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+        git(["worktree", "prune"], repo, check=False)
+
+
+def merge_into(
+    repo: str | os.PathLike[str],
+    *,
+    base: str,
+    head: str,
+    method: str = "squash",
+    message: str,
+    tries: int = MERGE_TRIES,
+) -> str:
+    """Merge commit `head` into branch `base` of (bare) repository `repo` and
+    return the new tip of `base`.
+
+    `method`: "merge" (a merge commit), "squash" (one commit with the changes)
+    or "rebase" (head's commits replayed onto base). The result is built in a
+    scratch worktree and `base` moved with a compare-and-swap, so a push to
+    `base` meanwhile makes the merge start over (at most `tries` times) rather
+    than be lost. A conflict raises manual_review and changes nothing.
+    """
+    if method not in MERGE_METHODS:
+        raise ValueError(f"unknown merge method {method!r}")
+    repo = Path(repo).absolute()
+    ref = f"refs/heads/{base}"
+    for _ in range(tries):
+        old = ref_sha(repo, ref)
+        if old is None:
+            raise _failure(Action.ABORT, f"base branch {base!r} does not exist")
+        with locked(repo), _scratch_worktree(repo, old) as scratch:
+            new = _build_merge(
+                scratch, old=old, head=head, method=method, message=message
+            )
+        if new == old:
+            return old
+        moved = git(["update-ref", ref, new, old], repo, check=False)
+        if moved.returncode == 0:
+            return new
+        logger.info("base %s moved during the merge: merging again", base)
+    raise classify_kind(
+        SOURCE,
+        ErrorKind.NON_FAST_FORWARD,
+        message=f"{base} kept moving while merging into it",
+    ).exception()
+
+
+def _build_merge(
+    scratch: Path, *, old: str, head: str, method: str, message: str
+) -> str:
+    """Make the merge in `scratch` (detached at `old`); return the result."""
+    identity = identity_env()
+    with _message_file(message) as path:
+        if method == "merge":
+            run_git(
+                ["-c", "commit.gpgsign=false", "merge", "--quiet", "--no-ff"]
+                + ["--no-verify", "-F", path, head],
+                scratch,
+                identity,
+            )
+        elif method == "squash":
+            run_git(["merge", "--quiet", "--squash", head], scratch, identity)
+            staged = git(["diff", "--cached", "--quiet"], scratch, check=False)
+            if staged.returncode != 0:
+                run_git(
+                    ["-c", "commit.gpgsign=false", "commit", "--quiet"]
+                    + ["--no-verify", "-F", path],
+                    scratch,
+                    identity,
+                )
+        else:
+            run_git(["checkout", "--quiet", "--detach", head], scratch)
+            run_git(["rebase", "--quiet", old], scratch, identity)
+    return head_sha(scratch)

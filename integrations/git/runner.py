@@ -1,0 +1,330 @@
+"""Running git: the one place in Codex that starts a git process.
+
+Every git command goes through `run_git` (or `git`, which also reports the exit
+status), which
+
+- never uses a shell and never prompts (GIT_TERMINAL_PROMPT=0, stdin closed), so
+  a missing credential fails at once instead of hanging a worker;
+- runs with a minimal environment: PATH, HOME, LANG, plus what the caller gives
+  (the forge's credentials, an author identity). Nothing else of the worker's
+  environment (API keys, database URLs) reaches git or the hooks and helpers it
+  may start;
+- takes credentials only through that environment (`GIT_CONFIG_COUNT`,
+  `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`, e.g. `http.extraheader`): an
+  argument or URL carrying one is refused before git starts, because argv is
+  visible to every user of the machine (`ps`) and ends up in logs;
+- stops at `timeout` seconds (CODEX_GIT_TIMEOUT_SECONDS), killing git and the
+  helpers it started (ssh, remote helpers), which would otherwise keep the
+  pipes open;
+- turns every failure into a `ClassifiedFailure` with source "git", whose
+  message is scrubbed of every credential value.
+
+Classification (from git's stderr, read in the C locale so it is English):
+
+| failure | action |
+|---|---|
+| push rejected: non-fast-forward, fetch first, stale info | pull_retry |
+| timeout; network (resolve, connect, hang-up, HTTP 5xx) | wait_retry |
+| authentication (401, 403, "Authentication failed", no prompt) | rotate_token |
+| merge or rebase conflict | manual_review |
+| anything else (bad ref, not a repository, git missing) | abort |
+
+The brief names "other → abort"; network failures are wait_retry instead
+because waiting is what makes them go away (errors.KIND_ACTIONS "connection").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from codex.core.errors import (
+    NO_RESPONSE,
+    Action,
+    ClassifiedFailure,
+    ErrorKind,
+    classify_kind,
+    make_error,
+)
+
+SOURCE = "git"
+
+# Variables of the worker's own environment that git may see. LANG is set to C
+# rather than copied: stderr is matched against English messages below.
+PASSED_THROUGH = ("PATH", "HOME")
+
+# The most of git's stderr a message keeps: enough to see what failed, short
+# enough for a task's error list and an event.
+MESSAGE_LIMIT = 600
+
+# Values shorter than this are not scrubbed from messages: replacing "1" or
+# "x" everywhere would make every message unreadable and protects nothing.
+MIN_SECRET_LENGTH = 4
+
+# Environment variables whose values are configuration, not secrets; everything
+# else the caller gives (GIT_CONFIG_VALUE_0, tokens, ...) is treated as secret.
+NOT_SECRET = re.compile(
+    r"^(GIT_CONFIG_COUNT|GIT_CONFIG_KEY_\d+|GIT_(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE)"
+    r"|GIT_TERMINAL_PROMPT|GIT_EDITOR|GIT_SEQUENCE_EDITOR|LANG|LC_ALL)$"
+)
+
+URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+# The header's value is one word, or a scheme and one word, on the same line.
+AUTH_HEADER = re.compile(r"(?i)(authorization:[ \t]*)(\S+[ \t]+)?\S+")
+
+NON_FAST_FORWARD = re.compile(
+    r"non-fast-forward|\(fetch first\)|\(stale info\)|updates were rejected because"
+    r"|tip of your current branch is behind",
+    re.IGNORECASE,
+)
+CONFLICT = re.compile(
+    r"^CONFLICT|merge conflict|automatic merge failed|could not apply"
+    r"|needs merge|unmerged files|fix conflicts",
+    re.IGNORECASE | re.MULTILINE,
+)
+AUTH = re.compile(
+    r"authentication failed|could not read (username|password)"
+    r"|terminal prompts disabled|invalid credentials|access denied"
+    r"|permission denied \(publickey|returned error: 40[13]|bad credentials"
+    r"|invalid username or (password|token)",
+    re.IGNORECASE,
+)
+NETWORK = re.compile(
+    r"could not resolve host|connection refused|connection timed out"
+    r"|connection reset|the remote end hung up|early eof|returned error: 5\d\d"
+    r"|operation timed out|network is unreachable|failed to connect",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class GitResult:
+    """What a finished git command printed and how it exited."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class GitCommandError(Exception):
+    """The original error behind a ClassifiedFailure of git: the (credential
+    free) command, its exit status and its scrubbed stderr."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        self.command = list(args)
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(f"git {' '.join(self.command)} exited {returncode}")
+
+    def __reduce__(self):
+        # Copyable and picklable (ClassifiedError.as_dict deep-copies it; a
+        # queued job may pickle it) although __init__ takes three arguments.
+        return (type(self), (self.command, self.returncode, self.stderr))
+
+
+def git_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a git process gets: PATH and HOME of the worker, the C
+    locale, no prompts, and `env` (credentials, identity) on top."""
+    base = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
+    base.setdefault("PATH", os.defpath)
+    base.update(
+        {
+            "LANG": "C",
+            "LC_ALL": "C",
+            # With stdin closed, no terminal (own session) and no askpass
+            # program in this environment, nothing can ask for a password.
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+    )
+    base.update(env or {})
+    return base
+
+
+def secrets_of(env: Mapping[str, str] | None) -> list[str]:
+    """The values in `env` that must never appear in argv or a message."""
+    values = [
+        value
+        for name, value in (env or {}).items()
+        if not NOT_SECRET.match(name) and len(value) >= MIN_SECRET_LENGTH
+    ]
+    # An http.extraheader value is "Authorization: Basic <token>": its token part
+    # alone must not leak either.
+    for value in list(values):
+        values.extend(
+            part
+            for part in value.split()
+            if len(part) >= MIN_SECRET_LENGTH * 2 and not part.endswith(":")
+        )
+    # Longest first, so a value containing another is replaced whole.
+    return sorted(set(values), key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str] = ()) -> str:
+    """`text` without credentials: the given secret values, URL user info and
+    Authorization header values are replaced by ***."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    text = URL_USERINFO.sub(r"\g<scheme>***@", text)
+    return AUTH_HEADER.sub(r"\1***", text)
+
+
+def _refuse_credentials_in(args: Sequence[str], secrets: Sequence[str]) -> None:
+    """Raise when an argument carries a credential: a bug in the caller, which
+    must pass credentials through the environment."""
+    for arg in args:
+        if URL_USERINFO.search(arg) or any(secret in arg for secret in secrets):
+            raise ValueError(
+                "git arguments must not carry credentials; pass them in the "
+                "environment (GIT_CONFIG_COUNT/KEY/VALUE)"
+            )
+
+
+def classify_stderr(
+    args: Sequence[str], returncode: int, stderr: str, stdout: str = ""
+) -> ClassifiedFailure:
+    """The ClassifiedFailure for a git command that exited `returncode` with
+    (already scrubbed) `stderr` and `stdout`: some commands (merge, rebase)
+    report conflicts on standard output."""
+    original = GitCommandError(args, returncode, stderr)
+    verb = _verb(args)
+    detail = _tail(stderr) or _tail(stdout) or f"exit status {returncode}"
+    stderr = f"{stderr}\n{stdout}"
+    message = f"git {verb}: {detail}"
+    if CONFLICT.search(stderr):
+        error = classify_kind(
+            SOURCE, ErrorKind.MERGE_CONFLICT, message=message, original=original
+        )
+    elif NON_FAST_FORWARD.search(stderr):
+        error = classify_kind(
+            SOURCE, ErrorKind.NON_FAST_FORWARD, message=message, original=original
+        )
+    elif AUTH.search(stderr):
+        error = make_error(
+            SOURCE,
+            NO_RESPONSE,
+            Action.ROTATE_TOKEN,
+            f"Authentication failed - trying another token: {message}",
+            original=original,
+        )
+    elif NETWORK.search(stderr):
+        error = classify_kind(
+            SOURCE, ErrorKind.CONNECTION, message=message, original=original
+        )
+    else:
+        error = make_error(
+            SOURCE,
+            NO_RESPONSE,
+            Action.ABORT,
+            f"git failed: {message}",
+            original=original,
+        )
+    return error.exception()
+
+
+def _verb(args: Sequence[str]) -> str:
+    """The git subcommand of `args` (after options such as `-c key=value`)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "git"
+
+
+def _tail(stderr: str) -> str:
+    """The end of stderr on one line: git says what went wrong last."""
+    text = " | ".join(line.strip() for line in stderr.splitlines() if line.strip())
+    if len(text) > MESSAGE_LIMIT:
+        text = "..." + text[-MESSAGE_LIMIT:]
+    return text
+
+
+def git(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    *,
+    check: bool = True,
+) -> GitResult:
+    """Run `git <args>` in `cwd`; return its exit status and output.
+
+    With `check` (the default) a non-zero exit raises a ClassifiedFailure;
+    without it the caller reads `returncode` (e.g. `rev-parse --verify`).
+    A timeout, or git not being runnable at all, always raises.
+    """
+    args = [str(arg) for arg in args]
+    secrets = secrets_of(env)
+    _refuse_credentials_in(args, secrets)
+    limit = settings.CODEX_GIT_TIMEOUT_SECONDS if timeout is None else timeout
+    try:
+        process = subprocess.Popen(
+            ["git", *args],
+            cwd=os.fspath(cwd),
+            env=git_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            # Its own process group, so a timeout kills ssh and remote helpers too.
+            start_new_session=True,
+        )
+    except OSError as exc:
+        # git missing, or cwd gone: nothing a retry changes.
+        raise make_error(
+            SOURCE,
+            NO_RESPONSE,
+            Action.ABORT,
+            f"git {_verb(args)}: cannot run git in {os.fspath(cwd)}: "
+            f"{exc.strerror or exc}",
+        ).exception() from None
+    try:
+        stdout, stderr = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        raise classify_kind(
+            SOURCE,
+            ErrorKind.TIMEOUT,
+            message=f"git {_verb(args)} took longer than {limit}s",
+            original=GitCommandError(args, -1, "timed out"),
+        ).exception() from None
+    result = GitResult(process.returncode, stdout, scrub(stderr, secrets))
+    if check and result.returncode != 0:
+        raise classify_stderr(
+            args, result.returncode, result.stderr, scrub(stdout, secrets)
+        )
+    return result
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Kill git and everything it started, and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> str:
+    """Run `git <args>` in `cwd` and return its standard output (unstripped).
+
+    `env` adds to the minimal environment (credentials, identity); `timeout`
+    defaults to CODEX_GIT_TIMEOUT_SECONDS. Any failure raises a
+    ClassifiedFailure with source "git" (see the module docstring).
+    """
+    return git(args, cwd, env, timeout).stdout
