@@ -274,6 +274,12 @@ CODEX_SCHEDULES = {
     "codex.fleet.jobs.enforce_review_limits": env_int(
         "CODEX_EVERY_REVIEW_LIMITS_MINUTES", 30, minimum=0
     ),
+    "codex.webhooks.jobs.process_deferred": env_int(
+        "CODEX_EVERY_DEFERRED_WEBHOOKS_MINUTES", 2, minimum=0
+    ),
+    "codex.webhooks.jobs.prune_deliveries": env_int(
+        "CODEX_EVERY_WEBHOOK_PRUNING_MINUTES", 1440, minimum=0
+    ),
     "codex.events.jobs.prune_old_events": env_int(
         "CODEX_EVERY_EVENT_PRUNING_MINUTES", 1440, minimum=0
     ),
@@ -292,6 +298,10 @@ GITHUB_BASE_URL = env_str("GITHUB_BASE_URL", "https://api.github.com")
 GITHUB_WEBHOOK_SECRET = env_str("GITHUB_WEBHOOK_SECRET", "")
 CODEX_WEBHOOK_MAX_BYTES = env_int("CODEX_WEBHOOK_MAX_BYTES", 5_000_000, minimum=1000)
 CODEX_TRIGGER_LABEL = env_str("CODEX_TRIGGER_LABEL", "codex")
+CODEX_WEBHOOK_REPLY_TO_NON_WRITERS = env_bool(
+    "CODEX_WEBHOOK_REPLY_TO_NON_WRITERS", True
+)
+CODEX_WEBHOOK_RETENTION_DAYS = env_int("CODEX_WEBHOOK_RETENTION_DAYS", 30, minimum=1)
 CODEX_BOT_LOGIN = env_str("CODEX_BOT_LOGIN", "codex[bot]")
 CODEX_GIT_TIMEOUT_SECONDS = env_int("CODEX_GIT_TIMEOUT_SECONDS", 300, minimum=5)
 CODEX_MIRROR_ROOT = env_str("CODEX_MIRROR_ROOT", str(VAR_DIR / "mirrors"))

@@ -1,0 +1,115 @@
+"""The operator console's view of webhook deliveries and installations."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from codex.webhooks.jobs import reprocess
+from codex.webhooks.models import GitHubInstallation, WebhookDelivery
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """Deliveries, read-only, with a re-process action."""
+
+    list_display = [
+        "received_at",
+        "event",
+        "action",
+        "outcome",
+        "short_detail",
+        "repository",
+        "delivery_id",
+        "processed_at",
+    ]
+    list_filter = ["outcome", "event", "received_at"]
+    list_select_related = ["repository"]
+    search_fields = ["delivery_id"]
+    date_hierarchy = "received_at"
+    show_full_result_count = False
+    actions = ["reprocess_deliveries"]
+    exclude = ["payload"]
+    readonly_fields = [
+        "delivery_id",
+        "event",
+        "action",
+        "repository",
+        "received_at",
+        "processing_started_at",
+        "processed_at",
+        "attempts",
+        "outcome",
+        "detail",
+        "error",
+        "sender",
+        "pretty_payload",
+    ]
+
+    @admin.display(description="detail")
+    def short_detail(self, delivery: WebhookDelivery) -> str:
+        """The first 80 characters of what processing did."""
+        return (delivery.error or delivery.detail)[:80]
+
+    @admin.display(description="sender")
+    def sender(self, delivery: WebhookDelivery) -> str:
+        """The GitHub login that caused the event."""
+        return delivery.sender_login
+
+    @admin.display(description="payload")
+    def pretty_payload(self, delivery: WebhookDelivery) -> str:
+        """The payload as indented JSON (escaped)."""
+        return format_html(
+            "<pre style='max-height:40em;overflow:auto'>{}</pre>",
+            json.dumps(delivery.payload, indent=2, ensure_ascii=False),
+        )
+
+    @admin.action(description="Re-process selected deliveries")
+    def reprocess_deliveries(self, request, queryset) -> None:
+        """Clear the processed state and enqueue processing again."""
+        count = reprocess(queryset)
+        self.message_user(
+            request, f"{count} deliver(y/ies) queued for processing.", messages.SUCCESS
+        )
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Viewing is allowed; the form has only read-only fields anyway.
+        return request.method in ("GET", "HEAD") and super().has_change_permission(
+            request, obj
+        )
+
+
+@admin.register(GitHubInstallation)
+class GitHubInstallationAdmin(admin.ModelAdmin):
+    """GitHub App installations, as the installation webhooks reported them."""
+
+    list_display = [
+        "installation_id",
+        "account_login",
+        "account_type",
+        "suspended",
+        "deleted",
+        "last_action",
+        "updated_at",
+    ]
+    list_filter = ["suspended", "deleted"]
+    search_fields = ["account_login", "installation_id"]
+    readonly_fields = [
+        "installation_id",
+        "account_login",
+        "account_type",
+        "app_id",
+        "repositories",
+        "suspended",
+        "deleted",
+        "last_action",
+        "updated_at",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -1,0 +1,135 @@
+"""What GitHub sent us: every delivery, kept with what processing made of it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+# How long a worker may hold a delivery before another worker may take it over
+# (a worker killed mid-delivery must not block it forever).
+PROCESSING_TIMEOUT = timedelta(minutes=5)
+
+
+class Outcome(models.TextChoices):
+    """What became of a delivery."""
+
+    PENDING = "pending", "Pending"
+    PROCESSED = "processed", "Processed"
+    IGNORED = "ignored", "Ignored"
+    UNKNOWN_REPOSITORY = "unknown repository", "Unknown repository"
+    DEFERRED = "deferred", "Deferred (task busy)"
+    FAILED = "failed", "Failed"
+
+
+def scrub(value: Any) -> Any:
+    """`value` with NUL characters replaced: PostgreSQL's jsonb and text cannot
+    hold U+0000, and one crafted payload must not turn into a 500."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
+    return value
+
+
+class WebhookDeliveryQuerySet(models.QuerySet):
+    """Deliveries; `take` is how a worker gets one to itself."""
+
+    def take(self, pk: int, now=None) -> bool:
+        """Mark delivery `pk` as being processed now, unless it is processed or
+        another worker took it less than PROCESSING_TIMEOUT ago. One conditional
+        UPDATE, so two workers never process the same delivery at once."""
+        now = now or timezone.now()
+        return bool(
+            self.filter(pk=pk, processed_at__isnull=True)
+            .filter(
+                Q(processing_started_at__isnull=True)
+                | Q(processing_started_at__lt=now - PROCESSING_TIMEOUT)
+            )
+            .update(processing_started_at=now, attempts=models.F("attempts") + 1)
+        )
+
+
+class WebhookDelivery(models.Model):
+    """One GitHub webhook delivery (X-GitHub-Delivery), stored before it is acted
+    on, so that the 10-second answer GitHub waits for never depends on the work.
+
+    `outcome` says what processing made of it; `detail` what was done (the task
+    created, the command applied), `error` why processing failed. A delivery is
+    processed at most once (`processed_at`); a deferred one (its task's lease was
+    busy) stays unprocessed and is picked up again by `process_deferred` or the
+    admin's re-process action. GitHub sends the same delivery id on redelivery,
+    so the unique id makes a redelivery a no-op.
+    """
+
+    delivery_id = models.CharField(max_length=100, unique=True)
+    event = models.CharField(max_length=60)
+    action = models.CharField(max_length=60, blank=True)
+    payload = models.JSONField(default=dict)
+    repository = models.ForeignKey(
+        "repositories.Repository",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="webhook_deliveries",
+        help_text="The known repository the delivery is about, once resolved.",
+    )
+    received_at = models.DateTimeField(default=timezone.now, editable=False)
+    processing_started_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(
+        max_length=30, choices=Outcome.choices, default=Outcome.PENDING
+    )
+    detail = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    objects = WebhookDeliveryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(fields=["-received_at", "-id"], name="webhook_received"),
+            models.Index(fields=["outcome", "received_at"], name="webhook_outcome"),
+        ]
+
+    def __str__(self) -> str:
+        event = f"{self.event}.{self.action}" if self.action else self.event
+        return f"{event} {self.delivery_id}"
+
+    @property
+    def sender_login(self) -> str:
+        """Who caused the event on GitHub ("" when the payload does not say)."""
+        sender = self.payload.get("sender") or {}
+        return str(sender.get("login") or "") if isinstance(sender, dict) else ""
+
+
+class GitHubInstallation(models.Model):
+    """A GitHub App installation, as the installation webhooks report it: its id
+    (what installation tokens are requested for), the account, whether it is
+    suspended or deleted, and the repositories it was last said to cover."""
+
+    installation_id = models.BigIntegerField(unique=True)
+    account_login = models.CharField(max_length=200, blank=True)
+    account_type = models.CharField(max_length=40, blank=True)
+    app_id = models.BigIntegerField(null=True, blank=True)
+    repositories = models.JSONField(
+        default=list, blank=True, help_text="full names, e.g. acme/web"
+    )
+    suspended = models.BooleanField(default=False)
+    deleted = models.BooleanField(default=False)
+    last_action = models.CharField(max_length=60, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["account_login", "installation_id"]
+        verbose_name = "GitHub installation"
+
+    def __str__(self) -> str:
+        return f"installation {self.installation_id} ({self.account_login})"
