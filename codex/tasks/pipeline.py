@@ -218,8 +218,29 @@ def _implementation(task: Task, result: PhaseResult, *, by: str) -> None:
 def _report(model, task: Task, cycle: int, fields: dict, loop: str):
     values = {name: fields[name] for name in REPORT_FIELDS[loop] if name in fields}
     values.setdefault("pr_url", task.pr_url)
+    if loop == "review":
+        _keep_human_reviews(model, task, cycle, values)
     report, _ = model.objects.update_or_create(task=task, cycle=cycle, defaults=values)
     return report
+
+
+def _keep_human_reviews(model, task: Task, cycle: int, values: dict) -> None:
+    """A person's "changes requested" on the pull request (recorded from the
+    webhook into this cycle's report) stays in it next to the agent's verdict:
+    its blocking comment keeps the task out of release."""
+    existing = model.objects.filter(task=task, cycle=cycle).first()
+    if existing is None:
+        return
+    human = [c for c in existing.comments if c.get("category") == "human_review"]
+    if not human:
+        return
+    values["comments"] = [*values.get("comments", []), *human]
+    feedback = dict(values.get("feedback") or {})
+    feedback["human_reviews"] = existing.feedback.get("human_reviews", [])
+    feedback["blocking_count"] = sum(
+        1 for c in values["comments"] if c.get("severity") == "blocking"
+    )
+    values["feedback"] = feedback
 
 
 def _verification(task: Task, result: PhaseResult, *, by: str) -> None:
