@@ -1,3 +1,38 @@
-"""Pages for team members (filled in by the web pages work)."""
+"""Pages for team members, included at the site root by codex/urls.py.
 
-urlpatterns: list = []
+The pages are namespaced "pages"; Django's login and logout keep their global
+names (`login`, `logout`), which LOGIN_URL and the auth views rely on.
+"""
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+from codex.tasks import views
+
+page_patterns = [
+    path("", RedirectView.as_view(pattern_name="pages:dashboard"), name="home"),
+    path("dashboard/", views.dashboard, name="dashboard"),
+    path("tasks/new/", views.request_form, name="request_form"),
+    path("tasks/<str:task_id>/", views.task_page, name="task"),
+    path("tasks/<str:task_id>/fragment/", views.task_fragment, name="task_fragment"),
+    path("inbox/", views.inbox, name="inbox"),
+    path("inbox/<int:pk>/resolve/", views.resolve, name="resolve"),
+]
+
+urlpatterns = [
+    # After signing in without a `next`, land on the dashboard rather than
+    # Django's default /accounts/profile/, which does not exist here.
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(next_page="pages:dashboard"),
+        name="login",
+    ),
+    path(
+        "accounts/logout/",
+        auth_views.LogoutView.as_view(next_page="login"),
+        name="logout",
+    ),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include((page_patterns, "pages"))),
+]

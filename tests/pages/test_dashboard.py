@@ -1,0 +1,183 @@
+"""The dashboard: its numbers match the data, in a fixed number of queries."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from codex.fleet.models import AgentRun
+from codex.tasks import dashboard
+from tests.factories import make_task, put_in_state
+
+pytestmark = pytest.mark.django_db
+
+TODAY = date(2026, 3, 20)
+_sessions = itertools.count(1)
+
+
+def completed(day: date, cycles=(0, 0), merged=True, hour=12):
+    return put_in_state(
+        make_task(),
+        status="completed",
+        phase="release",
+        finished_at=datetime(day.year, day.month, day.day, hour, tzinfo=UTC),
+        pr_merged=merged,
+        verification_cycles=cycles[0],
+        review_cycles=cycles[1],
+    )
+
+
+def agent_run(task=None, cost="0", failed=False, **counts) -> AgentRun:
+    run = AgentRun.objects.begin(
+        by="worker:test",
+        session_id=f"dash-{next(_sessions)}",
+        task=task,
+        cost_usd=Decimal(cost),
+        **counts,
+    )
+    if failed:
+        run.fail(by="worker:test", error="crashed")
+        run.save()
+    return run
+
+
+def escalate(task) -> None:
+    task = put_in_state(task, status="in_progress", phase="review")
+    task.perform("escalate", by="agent:reviewer", reason="review cycles exhausted")
+
+
+@pytest.fixture
+def data():
+    """Three completed (two in the window, one merged earlier), one failed, one
+    cancelled, one escalated, two active; runs with costs and health."""
+    first = completed(TODAY, cycles=(1, 1))
+    second = completed(TODAY - timedelta(days=3), cycles=(2, 0))
+    old = completed(TODAY - timedelta(days=30), cycles=(0, 0))
+    failed = put_in_state(make_task(), status="failed", phase="verification")
+    cancelled = put_in_state(make_task(), status="cancelled")
+    escalated = make_task()
+    escalate(escalated)
+    put_in_state(make_task(), status="in_progress", phase="implementation")
+    make_task()  # pending, intake
+    # An escalation that was resolved still counts the task as escalated.
+    escalate(failed_later := make_task())
+    failed_later.resolve_escalation(
+        failed_later.escalations.get(), decision="fail", by="user:x"
+    )
+
+    agent_run(first, cost="2.000000", tool_count=5, files_changed=3)
+    agent_run(second, cost="1.000000", tool_count=40, files_changed=0)  # warning
+    agent_run(old, cost="3.000000")
+    agent_run(failed, cost="4.000000", failed=True)  # unhealthy
+    agent_run(None, cost="0.500000")
+    return {"cancelled": cancelled}
+
+
+def test_numbers_match_the_data(data):
+    board = dashboard.build(today=TODAY)
+
+    statuses = {bar.key: bar.value for bar in board.by_status}
+    assert statuses == {
+        "pending": 1,
+        "in_progress": 1,
+        "blocked": 0,
+        "escalated": 1,
+        "paused": 0,
+        "completed": 3,
+        "failed": 2,
+        "cancelled": 1,
+    }
+    phases = {bar.key: bar.value for bar in board.by_phase if bar.value}
+    assert phases == {"intake": 1, "implementation": 1, "review": 1}
+    assert board.total_tasks == 9
+    assert board.active_tasks == 3
+    # Success: 3 completed of 6 finished.
+    assert board.success_rate == pytest.approx(50.0)
+    # Escalation: 2 of 9 tasks were escalated at some point.
+    assert board.escalated_tasks == 2
+    assert board.escalation_rate == pytest.approx(200 / 9)
+    # Cycles to green: (2 + 2 + 0) / 3 completed tasks.
+    assert board.average_cycles_to_green == pytest.approx(4 / 3)
+    # Cost: merged tasks' runs 2 + 1 + 3 = 6 over 3 merged PRs; all spend 10.5.
+    assert board.merged_pull_requests == 3
+    assert board.merged_cost == Decimal("6")
+    assert board.cost_per_merged_pr == Decimal("2")
+    assert board.total_cost == Decimal("10.5")
+    assert board.spend_per_merged_pr == Decimal("3.5")
+    assert board.total_runs == 5
+    health = {bar.key: bar.value for bar in board.health}
+    assert health == {"healthy": 3, "warning": 1, "unhealthy": 1}
+
+
+def test_throughput_counts_completions_per_day_over_14_days(data):
+    board = dashboard.build(today=TODAY)
+
+    assert len(board.throughput) == 14
+    assert board.throughput[0].key == (TODAY - timedelta(days=13)).isoformat()
+    assert board.throughput[-1].key == TODAY.isoformat()
+    per_day = {bar.key: bar.value for bar in board.throughput if bar.value}
+    assert per_day == {
+        TODAY.isoformat(): 1,
+        (TODAY - timedelta(days=3)).isoformat(): 1,
+    }
+    assert board.completed_in_window == 2
+    # Bars are relative to the longest one.
+    assert board.throughput[-1].percent == 100
+    assert board.throughput[0].percent == 0
+
+
+def test_day_boundaries_in_utc():
+    completed(TODAY, hour=0)
+    completed(TODAY - timedelta(days=1), hour=23)
+    board = dashboard.build(today=TODAY)
+    assert [bar.value for bar in board.throughput[-2:]] == [1, 1]
+
+
+def test_empty_database_shows_dashes(member_client):
+    board = dashboard.build(today=TODAY)
+    assert board.success_rate is None
+    assert board.escalation_rate is None
+    assert board.average_cycles_to_green is None
+    assert board.cost_per_merged_pr is None
+    content = member_client.get(reverse("pages:dashboard")).content.decode()
+    assert "No tasks yet" in content
+
+
+def test_page_shows_numbers_and_svg_bars(member_client, data):
+    response = member_client.get(reverse("pages:dashboard"))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "50.0%" in content  # success rate
+    assert "22.2%" in content  # escalation rate
+    assert "1.33" in content  # cycles to green
+    assert "$2.00" in content and "$3.50" in content and "$10.50" in content
+    assert "<svg" in content and "<rect" in content
+    # Completed is the longest status bar: full width.
+    assert 'width="100.00" class="bar-completed"' in content
+    assert 'aria-label="Failed: 2"' in content
+    assert "<script" not in content  # no JS needed to draw the charts
+    assert "http://" not in content.replace("http://www.w3.org", "")
+
+
+def test_constant_queries(member_client):
+    def count_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert member_client.get(reverse("pages:dashboard")).status_code == 200
+        return len(queries)
+
+    completed(TODAY)
+    agent_run(make_task(), cost="1")
+    few = count_queries()
+    for offset in range(10):
+        task = completed(TODAY - timedelta(days=offset), cycles=(1, 0))
+        agent_run(task, cost="1")
+        escalate(make_task())
+    assert count_queries() == few
+    assert few <= 9
