@@ -274,6 +274,9 @@ CODEX_SCHEDULES = {
     "codex.fleet.jobs.enforce_review_limits": env_int(
         "CODEX_EVERY_REVIEW_LIMITS_MINUTES", 30, minimum=0
     ),
+    "codex.repositories.jobs.sync_github_repositories": env_int(
+        "CODEX_EVERY_GITHUB_SYNC_MINUTES", 5, minimum=0
+    ),
     "codex.webhooks.jobs.process_deferred": env_int(
         "CODEX_EVERY_DEFERRED_WEBHOOKS_MINUTES", 2, minimum=0
     ),
@@ -303,6 +306,11 @@ CODEX_WEBHOOK_REPLY_TO_NON_WRITERS = env_bool(
 )
 CODEX_WEBHOOK_RETENTION_DAYS = env_int("CODEX_WEBHOOK_RETENTION_DAYS", 30, minimum=1)
 CODEX_BOT_LOGIN = env_str("CODEX_BOT_LOGIN", "codex[bot]")
+# PyGithub's pacing between requests and writes (GitHub's abuse rules), and its
+# read-retry backoff factor.
+CODEX_GITHUB_SECONDS_BETWEEN_REQUESTS = 0.25
+CODEX_GITHUB_SECONDS_BETWEEN_WRITES = 1.0
+CODEX_GITHUB_RETRY_BACKOFF = 0.5
 CODEX_GIT_TIMEOUT_SECONDS = env_int("CODEX_GIT_TIMEOUT_SECONDS", 300, minimum=5)
 CODEX_MIRROR_ROOT = env_str("CODEX_MIRROR_ROOT", str(VAR_DIR / "mirrors"))
 CODEX_GIT_AUTHOR_NAME = env_str("CODEX_GIT_AUTHOR_NAME", "Codex")

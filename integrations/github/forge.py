@@ -1,0 +1,317 @@
+"""GitHubForge: the Forge protocol (codex.repositories.forge) on GitHub.
+
+Every method runs inside `github_errors`, so failures leave as
+ClassifiedFailure. Writes are never retried by the client; callers wrap them
+in `perform_once` with the matching lookup (`find_pull_request`,
+`find_comment`) so that a retried step never makes a second one. Where
+PyGithub would fetch an object only to act on it (an issue before commenting),
+the call goes to its URL directly: one request instead of two.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.cache import cache
+from github import Github, GithubException, UnknownObjectException
+
+from codex.core.errors import Action, make_error
+from codex.repositories.forge import Comment, PullRequest
+from integrations.github.client import (
+    SOURCE,
+    app_configured,
+    github_client,
+    github_errors,
+    github_token,
+)
+
+if TYPE_CHECKING:
+    from github.PullRequest import PullRequest as GhPullRequest
+    from github.Repository import Repository as GhRepository
+
+    from codex.repositories.models import Repository
+
+# How long a collaborator's write permission is trusted (asked on every
+# comment command, so it must not cost a request each time).
+PERMISSION_CACHE_SECONDS = 600
+# The authenticated user of a personal token, to recognise our own comments.
+LOGIN_CACHE_SECONDS = 3600
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+MERGE_METHODS = frozenset({"merge", "squash", "rebase"})
+
+# Check run conclusions that mean the commit is not good to merge.
+FAILED_CONCLUSIONS = frozenset(
+    {"failure", "timed_out", "cancelled", "action_required", "startup_failure", "stale"}
+)
+
+MARK_READY = """
+mutation MarkReady($pullRequestId: ID!) {
+  markPullRequestReadyForReview(input: {pullRequestId: $pullRequestId}) {
+    pullRequest {
+      number url isDraft state merged title
+      headRefName baseRefName headRefOid
+    }
+  }
+}
+"""
+
+
+def _pull(pr: GhPullRequest) -> PullRequest:
+    # The list endpoint has merged_at but no `merged`; reading `pr.merged`
+    # there would cost a request per pull request.
+    state = "merged" if pr.merged_at is not None else pr.state
+    return PullRequest(
+        number=pr.number,
+        url=pr.html_url,
+        head=pr.head.ref,
+        base=pr.base.ref,
+        head_sha=pr.head.sha,
+        state=state,
+        draft=bool(pr.draft),
+        title=pr.title,
+    )
+
+
+def _comment(data: dict[str, Any]) -> Comment:
+    return Comment(id=int(data["id"]), url=data["html_url"], body=data["body"] or "")
+
+
+class GitHubForge:
+    """The forge of a repository hosted on GitHub (or GitHub Enterprise)."""
+
+    def __init__(self, repository: Repository, *, client: Github | None = None):
+        """`client` replaces the configured one (tests, a caller's own token)."""
+        self.repository = repository
+        self._client = client
+
+    @cached_property
+    def github(self) -> Github:
+        """The PyGithub client (lazy: made on first use, no request)."""
+        return self._client or github_client(self.repository)
+
+    @cached_property
+    def repo(self) -> GhRepository:
+        """The repository as a lazy PyGithub object (no request)."""
+        return self.github.get_repo(self.repository.full_name)
+
+    @property
+    def owner(self) -> str:
+        """The repository's owner (user or organisation)."""
+        return self.repository.full_name.split("/", 1)[0]
+
+    def _request(
+        self, verb: str, path: str, **kwargs: Any
+    ) -> tuple[dict[str, Any], Any]:
+        return self.github.requester.requestJsonAndCheck(
+            verb, f"{self.repo.url}{path}", **kwargs
+        )
+
+    # -- git ------------------------------------------------------------------
+
+    def remote_url(self) -> str:
+        """The https clone URL (no credentials in it)."""
+        return f"{self.repository.url}.git"
+
+    def git_credentials(self) -> dict[str, str]:
+        """Environment for git: the token as an HTTP header, scoped to the
+        forge's host, through GIT_CONFIG_* (never in argv, URLs or files)."""
+        parts = urlsplit(self.repository.url)
+        origin = f"{parts.scheme}://{parts.netloc}/"
+        basic = base64.b64encode(f"x-access-token:{github_token()}".encode()).decode(
+            "ascii"
+        )
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": f"http.{origin}.extraheader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: basic {basic}",
+            # Fail instead of waiting for a password on a terminal nobody reads.
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+
+    # -- pull requests ----------------------------------------------------------
+
+    @github_errors
+    def find_pull_request(self, head: str) -> PullRequest | None:
+        """The open or merged pull request of branch `head` (open first);
+        None when there is none or only closed, unmerged ones."""
+        merged = None
+        for pr in self.repo.get_pulls(state="all", head=f"{self.owner}:{head}"):
+            found = _pull(pr)
+            if found["state"] == "open":
+                return found
+            if found["state"] == "merged" and merged is None:
+                merged = found
+        return merged
+
+    @github_errors
+    def create_pull_request(
+        self, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> PullRequest:
+        """Open a pull request: one POST, never retried automatically (look
+        first with find_pull_request, through perform_once)."""
+        return _pull(
+            self.repo.create_pull(
+                base=base, head=head, title=title, body=body, draft=draft
+            )
+        )
+
+    @github_errors
+    def get_pull_request(self, number: int) -> PullRequest:
+        """One pull request's current state."""
+        return _pull(self.repo.get_pull(number))
+
+    @github_errors
+    def mark_ready(self, number: int) -> PullRequest:
+        """Turn a draft into a pull request ready for review (GraphQL: the REST
+        API cannot). A pull request that is not a draft is returned as is."""
+        pr = self.repo.get_pull(number)
+        if not pr.draft:
+            return _pull(pr)
+        _, data = self.github.requester.graphql_query(
+            MARK_READY, {"pullRequestId": pr.node_id}
+        )
+        ready = data["data"]["markPullRequestReadyForReview"]["pullRequest"]
+        return PullRequest(
+            number=ready["number"],
+            url=ready["url"],
+            head=ready["headRefName"],
+            base=ready["baseRefName"],
+            head_sha=ready["headRefOid"],
+            state="merged" if ready["merged"] else ready["state"].lower(),
+            draft=ready["isDraft"],
+            title=ready["title"],
+        )
+
+    def merge_pull_request(
+        self, number: int, *, sha: str, method: str = "squash", message: str = ""
+    ) -> PullRequest:
+        """Merge only if the head is still `sha`: GitHub refuses a head that
+        moved with 409 ("Head branch was modified": pull_retry). 405 (not
+        mergeable: conflicts, required checks or reviews) needs a person."""
+        if method not in MERGE_METHODS:
+            raise ValueError(f"merge method must be one of {sorted(MERGE_METHODS)}")
+        payload: dict[str, Any] = {"sha": sha, "merge_method": method}
+        if message:
+            payload["commit_message"] = message
+        with github_errors:
+            try:
+                self._request("PUT", f"/pulls/{number}/merge", input=payload)
+            except GithubException as exc:
+                if exc.status != 405:
+                    raise
+                detail = (exc.data or {}).get("message", "")
+                make_error(
+                    SOURCE,
+                    405,
+                    Action.MANUAL_REVIEW,
+                    f"Pull request is not mergeable - needs a person: {detail}",
+                    original=exc,
+                ).raise_()
+        return self.get_pull_request(number)
+
+    @github_errors
+    def checks_state(self, sha: str) -> str:
+        """success, pending, failure or none, from the commit's combined status
+        (legacy statuses) and its check runs (Actions and apps) together."""
+        _, status = self._request("GET", f"/commits/{sha}/status")
+        _, runs = self._request(
+            "GET", f"/commits/{sha}/check-runs", parameters={"per_page": 100}
+        )
+        states: set[str] = set()
+        # With no statuses at all GitHub reports "pending": that is "none".
+        if status.get("total_count"):
+            states.add("failure" if status["state"] == "error" else status["state"])
+        for run in runs.get("check_runs", []):
+            if run["status"] != "completed":
+                states.add("pending")
+            elif run["conclusion"] in FAILED_CONCLUSIONS:
+                states.add("failure")
+            else:  # success, neutral, skipped
+                states.add("success")
+        for state in ("failure", "pending", "success"):
+            if state in states:
+                return state
+        return "none"
+
+    # -- issues and comments ----------------------------------------------------
+
+    @github_errors
+    def comment(self, issue_number: int, body: str) -> Comment:
+        """Comment on an issue or pull request (one POST, never retried)."""
+        _, data = self._request(
+            "POST", f"/issues/{issue_number}/comments", input={"body": body}
+        )
+        return _comment(data)
+
+    def _our_logins(self) -> set[str]:
+        logins = (
+            {settings.CODEX_BOT_LOGIN.lower()} if settings.CODEX_BOT_LOGIN else set()
+        )
+        if app_configured():
+            return logins
+        key = (
+            "codex:github:login:" + hashlib.sha256(github_token().encode()).hexdigest()
+        )
+        login = cache.get(key)
+        if login is None:
+            _, me = self.github.requester.requestJsonAndCheck("GET", "/user")
+            login = me["login"]
+            cache.set(key, login, LOGIN_CACHE_SECONDS)
+        return logins | {login.lower()}
+
+    @github_errors
+    def find_comment(self, issue_number: int, marker: str) -> Comment | None:
+        """Our comment on the issue containing `marker` (the newest), if any."""
+        ours = self._our_logins()
+        found = None
+        for comment in self.repo.get_issue(issue_number).get_comments():
+            if comment.user.login.lower() in ours and marker in (comment.body or ""):
+                found = Comment(id=comment.id, url=comment.html_url, body=comment.body)
+        return found
+
+    @github_errors
+    def add_labels(self, issue_number: int, labels: list[str]) -> None:
+        """Add labels (GitHub keeps labels already there: idempotent)."""
+        if labels:
+            self._request(
+                "POST", f"/issues/{issue_number}/labels", input={"labels": labels}
+            )
+
+    @github_errors
+    def close_issue(self, issue_number: int, comment: str = "") -> None:
+        """Close an issue, with a comment first when given (closing twice is
+        harmless; the comment is the caller's to guard with find_comment)."""
+        if comment:
+            self.comment(issue_number, comment)
+        self._request(
+            "PATCH",
+            f"/issues/{issue_number}",
+            input={"state": "closed", "state_reason": "completed"},
+        )
+
+    # -- people -----------------------------------------------------------------
+
+    def user_can_write(self, login: str) -> bool:
+        """Whether `login` may write (admin, maintain or write), cached for ten
+        minutes. An unknown user cannot."""
+        key = f"codex:github:can-write:{self.repository.pk}:{login.lower()}"
+        answer = cache.get(key)
+        if answer is None:
+            answer = self._ask_can_write(login)
+            cache.set(key, answer, PERMISSION_CACHE_SECONDS)
+        return answer
+
+    @github_errors
+    def _ask_can_write(self, login: str) -> bool:
+        try:
+            _, data = self._request("GET", f"/collaborators/{login}/permission")
+        except UnknownObjectException:
+            return False
+        # `permission` is the legacy admin/write/read/none (maintain shows as
+        # write); `role_name` carries maintain and custom roles.
+        return bool({data.get("permission"), data.get("role_name")} & WRITE_PERMISSIONS)
