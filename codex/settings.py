@@ -322,6 +322,28 @@ CODEX_CREDENTIALS = {
     "github": env_list("GITHUB_TOKEN", []),
     "claude": env_list("ANTHROPIC_API_KEY", []),
 }
+# Claude (issue 6). ANTHROPIC_API_KEY is under CODEX_CREDENTIALS above.
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "") or None
+CODEX_MODEL = env_str("CODEX_MODEL", "claude-sonnet-4-6")
+# Per role: CODEX_MODEL_PRODUCT_MANAGER, _PLANNER, _DEVELOPER, _QA, _REVIEWER, _RELEASE.
+for _role in ("PRODUCT_MANAGER", "PLANNER", "DEVELOPER", "QA", "REVIEWER", "RELEASE"):
+    globals()[f"CODEX_MODEL_{_role}"] = env_str(f"CODEX_MODEL_{_role}", "") or None
+CODEX_MODEL_TIMEOUT_SECONDS = env_int("CODEX_MODEL_TIMEOUT_SECONDS", 300, minimum=5)
+CODEX_MODEL_MAX_RETRIES = env_int("CODEX_MODEL_MAX_RETRIES", 0, minimum=0, maximum=1)
+CODEX_MODEL_PRICES: dict = {}  # {model: {"input": usd, "output": usd}} per 1M tokens
+CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
+CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)
+CODEX_AGENT_MAX_COST_USD = env_str("CODEX_AGENT_MAX_COST_USD", "10")
+CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
+CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
+    "CODEX_AGENT_MAX_RESPONSE_TOKENS", 8192, minimum=256
+)
+CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
+    "CODEX_AGENT_TOOL_OUTPUT_CHARS", 20_000, minimum=1000
+)
+CODEX_AGENT_CONTEXT_CHARS = env_int(
+    "CODEX_AGENT_CONTEXT_CHARS", 400_000, minimum=50_000
+)
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
 )
@@ -347,5 +369,9 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("CODEX_LOG_LEVEL", "INFO")},
-    "loggers": {"django_q": {"level": env_str("CODEX_Q_LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "django_q": {"level": env_str("CODEX_Q_LOG_LEVEL", "INFO")},
+        # One INFO line per model request is noise; errors still show.
+        "httpx2": {"level": "WARNING"},
+    },
 }

@@ -1,0 +1,394 @@
+"""The Claude model client: one factory from settings, one `send`, one error type.
+
+This is the only module that imports the `anthropic` SDK (DESIGN.md,
+integrations/). Everything above it sees plain data: a `Response` with the
+content blocks as dicts, the stop reason, the usage and the cost of the call;
+and one failure type, `ClassifiedFailure`, whose action tells the workers what
+to do (wait_retry with the server's retry-after, rotate_token, manual_review,
+abort).
+
+Retry policy: the SDK sleeps for the server's retry-after, uncapped, before it
+retries, which would hold a worker for as long as the API asks. So the client
+makes at most one retry itself (`max_retries` 0 by default, 1 at most) and a
+rate limit or overload goes back to the workers as wait_retry, which requeue
+the step after the delay instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import anthropic
+from django.conf import settings
+
+from codex.core.errors import (
+    Action,
+    ClassifiedError,
+    ClassifiedFailure,
+    ErrorKind,
+    classify_http,
+    classify_kind,
+    make_error,
+    parse_retry_after,
+)
+
+SOURCE = "claude"
+
+# A current model; CODEX_MODEL and CODEX_MODEL_<ROLE> override it.
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_TIMEOUT_SECONDS = 300
+DEFAULT_MAX_TOKENS = 8192
+MAX_RETRIES_CAP = 1
+
+PER_MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens of each kind."""
+
+    input: Decimal
+    output: Decimal
+    cache_write: Decimal
+    cache_read: Decimal
+
+    @classmethod
+    def from_base(cls, input_usd: str, output_usd: str) -> Price:
+        """Anthropic's list-price rule: a 5-minute cache write costs 1.25 times the
+        input price, a cache read a tenth of it."""
+        base = Decimal(input_usd)
+        return cls(
+            input=base,
+            output=Decimal(output_usd),
+            cache_write=base * Decimal("1.25"),
+            cache_read=base * Decimal("0.1"),
+        )
+
+
+# List prices (USD per million tokens). CODEX_MODEL_PRICES overrides or adds
+# entries as {model: {"input": .., "output": .., "cache_write": ..,
+# "cache_read": ..}}; check them against Anthropic's price page when moving up.
+DEFAULT_PRICES: dict[str, Price] = {
+    "claude-opus-4-6": Price.from_base("5", "25"),
+    "claude-opus-4-5": Price.from_base("5", "25"),
+    "claude-sonnet-4-6": Price.from_base("3", "15"),
+    "claude-sonnet-4-5": Price.from_base("3", "15"),
+    "claude-haiku-4-5": Price.from_base("1", "5"),
+}
+# A model missing from the table is priced high on purpose: an unknown price
+# must make the cost cap stop a run early, never late.
+FALLBACK_PRICE = Price.from_base("15", "75")
+
+
+class ModelNotConfigured(Exception):
+    """No API key is configured: the task should block with this message."""
+
+
+# -- usage and cost ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one call (or a sum of calls), by how they are billed."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_write_tokens
+            + self.cache_read_tokens
+        )
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All input tokens of the request, cached or not."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        """The AgentRun field names (PhaseResult.metrics keys)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+        }
+
+    @classmethod
+    def from_api(cls, usage: Any) -> Usage:
+        """From the SDK's usage object (fields may be None on gateways)."""
+        return cls(
+            input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+            cache_write_tokens=int(
+                getattr(usage, "cache_creation_input_tokens", 0) or 0
+            ),
+            cache_read_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+        )
+
+
+def _price_from_setting(value: Price | Mapping[str, Any]) -> Price:
+    if isinstance(value, Price):
+        return value
+    base = Price.from_base(str(value["input"]), str(value["output"]))
+    return Price(
+        input=base.input,
+        output=base.output,
+        cache_write=Decimal(str(value.get("cache_write", base.cache_write))),
+        cache_read=Decimal(str(value.get("cache_read", base.cache_read))),
+    )
+
+
+def price_table() -> dict[str, Price]:
+    """DEFAULT_PRICES with the CODEX_MODEL_PRICES setting laid over it."""
+    table = dict(DEFAULT_PRICES)
+    for model, value in (getattr(settings, "CODEX_MODEL_PRICES", None) or {}).items():
+        table[model] = _price_from_setting(value)
+    return table
+
+
+def price_for(model: str, table: Mapping[str, Price] | None = None) -> Price:
+    """The price of `model`; a dated name (claude-x-20250101) falls back to its
+    undated alias, and an unknown model to FALLBACK_PRICE."""
+    prices = price_table() if table is None else table
+    if model in prices:
+        return prices[model]
+    head, _, tail = model.rpartition("-")
+    if head and tail.isdigit() and len(tail) == 8 and head in prices:
+        return prices[head]
+    return FALLBACK_PRICE
+
+
+def cost_of(usage: Usage, price: Price) -> Decimal:
+    """USD for `usage` at `price`, to the micro-dollar (AgentRun.cost_usd)."""
+    total = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_write_tokens * price.cache_write
+        + usage.cache_read_tokens * price.cache_read
+    ) / PER_MILLION
+    return total.quantize(Decimal("0.000001"))
+
+
+# -- responses --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Response:
+    """One model reply as plain data: content blocks are dicts, ready to be sent
+    back as the assistant turn of the conversation."""
+
+    id: str
+    model: str
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    usage: Usage
+    cost_usd: Decimal
+    stop_details: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(
+            block.get("text", "") for block in self.content if block["type"] == "text"
+        )
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [block for block in self.content if block["type"] == "tool_use"]
+
+
+# -- errors -----------------------------------------------------------------
+
+
+def _retry_after(headers: Mapping[str, str]) -> int | None:
+    """The server's delay: retry-after (seconds or a date), else retry-after-ms."""
+    seconds = parse_retry_after(headers.get("retry-after"))
+    if seconds is not None:
+        return seconds
+    try:
+        millis = float(headers.get("retry-after-ms") or "")
+    except ValueError:
+        return None
+    return max(0, math.ceil(millis / 1000))
+
+
+def classify_sdk_error(exc: BaseException) -> ClassifiedError:
+    """Turn an `anthropic` exception into the one classified error.
+
+    429, 529 and 5xx wait with the server's retry-after; 401 rotates the key;
+    403 goes to a person (the key lacks a permission no retry can grant);
+    400 and other 4xx abort with the body's message; a lost connection or a
+    timeout waits; a response that does not parse aborts.
+    """
+    if isinstance(exc, anthropic.APIStatusError):
+        headers = dict(exc.response.headers)
+        status = exc.status_code
+        if status == 403:
+            detail = exc.api_message or str(exc.body or "")
+            return make_error(
+                SOURCE,
+                status,
+                Action.MANUAL_REVIEW,
+                f"Permission denied - needs a person to grant access: {detail}",
+                original=exc,
+            )
+        error = classify_http(SOURCE, status, headers=headers, body=exc.body)
+        retry_after = error.retry_after
+        if error.action is Action.WAIT_RETRY:
+            server = _retry_after(headers)
+            retry_after = server if server is not None else retry_after
+        return make_error(
+            SOURCE,
+            status,
+            error.action,
+            error.message,
+            retry_after=retry_after,
+            original=exc,
+        )
+    if isinstance(exc, anthropic.APITimeoutError):
+        return classify_kind(SOURCE, ErrorKind.TIMEOUT, message=str(exc), original=exc)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return classify_kind(
+            SOURCE, ErrorKind.CONNECTION, message=str(exc), original=exc
+        )
+    return classify_kind(
+        SOURCE, ErrorKind.INVALID_RESPONSE, message=str(exc), original=exc
+    )
+
+
+# -- the client -------------------------------------------------------------
+
+
+def model_for(role: str | None = None) -> str:
+    """CODEX_MODEL_<ROLE> if set, else CODEX_MODEL, else DEFAULT_MODEL."""
+    if role:
+        override = getattr(settings, f"CODEX_MODEL_{role.upper()}", None)
+        if override:
+            return str(override)
+    return str(getattr(settings, "CODEX_MODEL", None) or DEFAULT_MODEL)
+
+
+class ModelClient:
+    """A configured Messages API client. `send` is the one call."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        model: str = DEFAULT_MODEL,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_retries: int = 0,
+        prices: Mapping[str, Price] | None = None,
+        http_client: Any = None,
+    ) -> None:
+        if not api_key:
+            raise ModelNotConfigured(
+                "No ANTHROPIC_API_KEY is configured: the agents cannot run"
+            )
+        self.model = model
+        self.prices = dict(prices) if prices is not None else price_table()
+        # api_key is always explicit: the SDK would otherwise read profiles and
+        # federation files from the worker's disk and environment.
+        self._sdk = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url or None,
+            timeout=float(timeout),
+            max_retries=max(0, min(int(max_retries), MAX_RETRIES_CAP)),
+            http_client=http_client,
+        )
+
+    @property
+    def max_retries(self) -> int:
+        return self._sdk.max_retries
+
+    @property
+    def base_url(self) -> str:
+        return str(self._sdk.base_url)
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def send(
+        self,
+        *,
+        messages: Sequence[Mapping[str, Any]],
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Response:
+        """One Messages API call. Raises ClassifiedFailure on any SDK error."""
+        chosen = model or self.model
+        kwargs: dict[str, Any] = {
+            "model": chosen,
+            "max_tokens": max_tokens,
+            "messages": list(messages),
+        }
+        if system:
+            kwargs["system"] = system if isinstance(system, str) else list(system)
+        if tools:
+            kwargs["tools"] = list(tools)
+        try:
+            message = self._sdk.messages.create(**kwargs)
+        except anthropic.AnthropicError as exc:
+            raise ClassifiedFailure(classify_sdk_error(exc)) from exc
+        usage = Usage.from_api(message.usage)
+        stop_details = getattr(message, "stop_details", None)
+        return Response(
+            id=message.id,
+            model=message.model,
+            content=[
+                block.model_dump(mode="json", exclude_none=True)
+                for block in message.content
+            ],
+            stop_reason=message.stop_reason,
+            usage=usage,
+            cost_usd=cost_of(usage, price_for(chosen, self.prices)),
+            stop_details=(
+                stop_details.model_dump(mode="json", exclude_none=True)
+                if stop_details is not None
+                else None
+            ),
+        )
+
+
+def model_client(*, role: str | None = None, http_client: Any = None) -> ModelClient:
+    """The client the settings describe, for `role` (its model override).
+
+    Raises ModelNotConfigured when no API key is configured.
+    """
+    from codex.configuration.credentials import current_credential
+
+    api_key = current_credential(SOURCE)
+    if not api_key:
+        raise ModelNotConfigured(
+            "No ANTHROPIC_API_KEY is configured: set it to let the agents run"
+        )
+    return ModelClient(
+        api_key=api_key,
+        base_url=getattr(settings, "ANTHROPIC_BASE_URL", None) or None,
+        model=model_for(role),
+        timeout=float(
+            getattr(settings, "CODEX_MODEL_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
+        ),
+        max_retries=int(getattr(settings, "CODEX_MODEL_MAX_RETRIES", 0)),
+        http_client=http_client,
+    )

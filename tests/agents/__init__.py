@@ -1,0 +1,1 @@
+"""Tests of the agent runtime, its tools and prompt helpers."""

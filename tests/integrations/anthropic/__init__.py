@@ -1,0 +1,1 @@
+"""Tests of the Claude client (integrations/anthropic)."""
