@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_fsm",
     "django_q",
     "codex.core",
@@ -174,7 +176,34 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "codex.core.api.NewestFirstCursorPagination",
     "PAGE_SIZE": env_int("CODEX_API_PAGE_SIZE", 50, minimum=1, maximum=500),
     "EXCEPTION_HANDLER": "codex.core.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "codex.tasks.api.base.ApiSchema",
     "UNAUTHENTICATED_USER": None,
+}
+
+CODEX_API_USER_RATE = env_str("CODEX_API_USER_RATE", "600/minute")
+CODEX_API_ANON_RATE = env_str("CODEX_API_ANON_RATE", "60/minute")
+CODEX_IDEMPOTENCY_TTL_HOURS = env_int("CODEX_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Codex API",
+    "DESCRIPTION": (
+        "Tasks, escalations, repositories and the agents working on them. "
+        "Authenticate with `Authorization: Token <key>`. Errors have one shape: "
+        '`{"error": {"code", "message", "fields"}}`. POSTs accept an '
+        "Idempotency-Key header."
+    ),
+    "VERSION": "1.0.0",
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "codex.tasks.models.choices.Status",
+        "AgentInstanceStatusEnum": "codex.fleet.models.choices.InstanceStatus",
+        "AgentRunStatusEnum": "codex.fleet.models.choices.RunStatus",
+        "ClaimStateEnum": "codex.claims.models.claim.ClaimState",
+        "BacklogStateEnum": "codex.claims.models.backlog.BacklogState",
+        "RecommendationEnum": "codex.tasks.models.reports.Recommendation",
+    },
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Workers (django-q2) ---------------------------------------------------
@@ -282,6 +311,9 @@ CODEX_SCHEDULES = {
     ),
     "codex.webhooks.jobs.prune_deliveries": env_int(
         "CODEX_EVERY_WEBHOOK_PRUNING_MINUTES", 1440, minimum=0
+    ),
+    "codex.core.idempotency.prune_idempotency_records": env_int(
+        "CODEX_EVERY_IDEMPOTENCY_PRUNING_MINUTES", 60, minimum=0
     ),
     "codex.events.jobs.prune_old_events": env_int(
         "CODEX_EVERY_EVENT_PRUNING_MINUTES", 1440, minimum=0

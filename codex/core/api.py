@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
-from rest_framework import exceptions, status
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.http import Http404, QueryDict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
@@ -68,6 +74,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = codes if isinstance(codes, str) else exc.default_code
         message = str(exc.detail)
     body: dict[str, Any] = {"code": code, "message": message, "fields": fields}
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        # The header says it too; the body lets clients that log bodies see it.
+        body["retry_after"] = response.get("Retry-After")
     body.update(getattr(exc, "extra", {}))
     response.data = {"error": body}
     return response
@@ -79,3 +88,230 @@ class NewestFirstCursorPagination(CursorPagination):
     ordering = "-id"
     page_size_query_param = "page_size"
     max_page_size = 500
+
+
+class OldestFirstCursorPagination(NewestFirstCursorPagination):
+    """For logs read as a story (a task's events): in the order they happened."""
+
+    ordering = "id"
+
+
+# -- throttling -------------------------------------------------------------------
+#
+# DRF's throttles count in the default cache: Redis when REDIS_URL is set, so the
+# counts hold across every web process; locmem (per process) otherwise. The rates
+# are read per request so an operator (or a test) can change them in settings.
+
+DEFAULT_USER_RATE = "600/minute"
+DEFAULT_ANON_RATE = "60/minute"
+
+
+class ApiUserRateThrottle(UserRateThrottle):
+    """Per user (per IP when anonymous): CODEX_API_USER_RATE, default 600/minute."""
+
+    def get_rate(self) -> str | None:
+        return getattr(settings, "CODEX_API_USER_RATE", DEFAULT_USER_RATE)
+
+
+class ApiAnonRateThrottle(AnonRateThrottle):
+    """Per IP for anonymous callers: CODEX_API_ANON_RATE, default 60/minute."""
+
+    def get_rate(self) -> str | None:
+        return getattr(settings, "CODEX_API_ANON_RATE", DEFAULT_ANON_RATE)
+
+
+API_THROTTLES = [ApiAnonRateThrottle, ApiUserRateThrottle]
+
+
+# -- query-string filters ---------------------------------------------------------
+
+
+def filter_choices(
+    queryset: QuerySet,
+    params: QueryDict,
+    choices: dict[str, tuple[str, list[str]]],
+) -> tuple[QuerySet, dict[str, list[str]]]:
+    """Apply ?name=a,b filters whose values come from a fixed list.
+
+    `choices` maps a parameter to (model lookup, allowed values). Returns the
+    filtered queryset and the errors per parameter, for the caller to raise once
+    with its other filters' errors (one 400 names every bad parameter).
+    """
+    errors: dict[str, list[str]] = {}
+    for name, (lookup, allowed) in choices.items():
+        raw = params.get(name)
+        if raw is None:
+            continue
+        values = [value.strip() for value in raw.split(",") if value.strip()]
+        unknown = [value for value in values if value not in allowed]
+        if unknown or not values:
+            errors[name] = [
+                f"Unknown value {', '.join(unknown) or '(empty)'}; "
+                f"use one of {', '.join(allowed)}."
+            ]
+            continue
+        queryset = queryset.filter(**{f"{lookup}__in": values})
+    return queryset, errors
+
+
+def filter_repository(
+    queryset: QuerySet, params: QueryDict, lookup: str, errors: dict
+) -> QuerySet:
+    """Apply ?repository=<url> in any spelling intake accepts."""
+    from codex.repositories.models import normalize_repository_url
+
+    if "repository" not in params:
+        return queryset
+    try:
+        url = normalize_repository_url(params["repository"])
+    except DjangoValidationError as exc:
+        errors["repository"] = exc.messages
+        return queryset
+    return queryset.filter(**{lookup: url})
+
+
+def raise_filter_errors(errors: dict[str, list[str]]) -> None:
+    if errors:
+        raise exceptions.ValidationError(errors)
+
+
+# -- the error shape in the OpenAPI schema -------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    """The inside of every error answer."""
+
+    code = serializers.CharField(help_text="Machine-readable, e.g. not_found.")
+    message = serializers.CharField(help_text="For people.")
+    fields = serializers.DictField(
+        child=serializers.JSONField(),
+        help_text="Per field (or header) messages of a 400; empty otherwise.",
+    )
+    allowed_actions = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="409 transition_not_allowed: what the resource allows now.",
+    )
+    status = serializers.CharField(
+        required=False, help_text="409: the resource's current state."
+    )
+    lease_holder = serializers.CharField(
+        required=False, help_text="409 lease_held: who is working on it."
+    )
+    retry_after = serializers.CharField(
+        required=False, help_text="429: seconds to wait (as in Retry-After)."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """{"error": {"code", "message", "fields", ...}}: the one error shape."""
+
+    error = ErrorDetailSerializer()
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid fields, filters or headers (`fields` names each).",
+    401: "No credentials, or an invalid or revoked token.",
+    403: "The caller's role does not allow this.",
+    404: "No such resource.",
+    409: "The resource's state does not allow this (`allowed_actions` lists "
+    "what it allows now).",
+    415: "The body is not JSON (or a form).",
+    422: "The Idempotency-Key was used before with another request.",
+    429: "Too many requests; wait `Retry-After` seconds.",
+}
+
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    name="Idempotency-Key",
+    type=OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="1 to 200 printable characters. The same key with the same "
+    "request within 24 hours replays the first answer (header "
+    "Idempotent-Replayed: true); with another request it is a 422.",
+)
+
+
+def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
+    """Schema entries for error answers, all in the one error shape."""
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code])
+        for code in statuses
+    }
+
+
+def choice_parameters(
+    choices: dict[str, tuple[str, list[str]]],
+) -> list[OpenApiParameter]:
+    """OpenAPI entries for the ?name=a,b filters of `filter_choices`."""
+    return [
+        OpenApiParameter(
+            name,
+            OpenApiTypes.STR,
+            description=f"Comma-separated; any of {', '.join(allowed)}.",
+        )
+        for name, (_, allowed) in choices.items()
+    ]
+
+
+REPOSITORY_PARAMETER = OpenApiParameter(
+    "repository", OpenApiTypes.STR, description="A repository URL."
+)
+
+TASK_PARAMETER = OpenApiParameter(
+    "task", OpenApiTypes.STR, description="A task id (FEAT-YYYYMMDD-xxxxxx)."
+)
+
+
+class FilteredListMixin:
+    """A list view's ?filters: `choice_filters` (parameter → (lookup, allowed)),
+    ?repository= when `repository_lookup` is set, ?task= when `task_lookup` is."""
+
+    choice_filters: dict[str, tuple[str, list[str]]] = {}
+    repository_lookup: str | None = None
+    task_lookup: str | None = None
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        queryset = super().filter_queryset(queryset)  # type: ignore[misc]
+        params = self.request.query_params  # type: ignore[attr-defined]
+        queryset, errors = filter_choices(queryset, params, self.choice_filters)
+        if self.repository_lookup:
+            queryset = filter_repository(
+                queryset, params, self.repository_lookup, errors
+            )
+        if self.task_lookup and "task" in params:
+            queryset = queryset.filter(**{self.task_lookup: params["task"].strip()})
+        raise_filter_errors(errors)
+        return queryset
+
+    def filter_parameters(self) -> list[OpenApiParameter]:
+        parameters = choice_parameters(self.choice_filters)
+        if self.repository_lookup:
+            parameters.append(REPOSITORY_PARAMETER)
+        if self.task_lookup:
+            parameters.append(TASK_PARAMETER)
+        return parameters
+
+
+# -- the OpenAPI schema and its Swagger UI ---------------------------------------------
+
+# The schema's settings, also given to `manage.py spectacular` through
+# SPECTACULAR_SETTINGS (a test checks the two agree).
+OPENAPI_SETTINGS: dict[str, Any] = {
+    "TITLE": "Codex API",
+    "DESCRIPTION": (
+        "Tasks, escalations, repositories and the agents working on them. "
+        "Authenticate with `Authorization: Token <key>`. Errors have one shape: "
+        '`{"error": {"code", "message", "fields"}}`. POSTs accept an '
+        "Idempotency-Key header."
+    ),
+    "VERSION": "1.0.0",
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "codex.tasks.models.choices.Status",
+        "AgentInstanceStatusEnum": "codex.fleet.models.choices.InstanceStatus",
+        "AgentRunStatusEnum": "codex.fleet.models.choices.RunStatus",
+        "ClaimStateEnum": "codex.claims.models.claim.ClaimState",
+        "BacklogStateEnum": "codex.claims.models.backlog.BacklogState",
+        "RecommendationEnum": "codex.tasks.models.reports.Recommendation",
+    },
+}

@@ -3,9 +3,31 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
+from drf_spectacular.settings import patched_settings
 from rest_framework.test import APIClient
 
+from codex.core.api import OPENAPI_SETTINGS
 from tests.factories import make_token, make_user
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts():
+    """Throttle counts live in the cache, which outlives a test's database."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def openapi(settings):
+    """drf-spectacular as codex.settings will have it (the lead adds these lines;
+    until then the tests install it themselves)."""
+    for app in ("drf_spectacular", "drf_spectacular_sidecar"):
+        if app not in settings.INSTALLED_APPS:
+            settings.INSTALLED_APPS = [*settings.INSTALLED_APPS, app]
+    with patched_settings(OPENAPI_SETTINGS):
+        yield
 
 
 @pytest.fixture
@@ -37,3 +59,17 @@ def assert_error_shape(response, status: int, code: str | None = None) -> dict:
     if code is not None:
         assert error["code"] == code
     return error
+
+
+def role_client(role: str | None, username: str | None = None) -> APIClient:
+    """A token client for a user of `role` (operator, team, integrator), or an
+    unauthenticated client for None."""
+    from django.contrib.auth.models import Group
+
+    if role is None:
+        return APIClient()
+    user = make_user(username, is_staff=role == "operator")
+    if role in ("team", "integrator"):
+        group, _ = Group.objects.get_or_create(name=role)
+        user.groups.add(group)
+    return token_client(user)

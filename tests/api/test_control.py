@@ -7,9 +7,15 @@ import pytest
 from codex.events.models import Event
 from codex.tasks.models import Task
 from tests.api.conftest import assert_error_shape
-from tests.factories import make_task, put_in_state
+from tests.factories import make_task, make_user, put_in_state
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api_user(db):
+    """Controlling a task is for operators (codex.accounts.permissions)."""
+    return make_user("ops", is_staff=True)
 
 
 def control(client, task_id: str, action: str, reason: str | None = None):
@@ -123,7 +129,7 @@ def test_pause_or_cancel_while_a_worker_is_in_a_step_is_deferred(api_client, act
     request = task.control_requests.pending().get()
     assert (request.action, request.requested_by, request.reason) == (
         action,
-        "api:integrator",
+        "api:ops",
         "stop please",
     )
     # Asking twice keeps one request.

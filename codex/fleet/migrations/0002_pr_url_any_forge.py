@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('fleet', '0001_initial'),
+        ("fleet", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='agentinstance',
-            name='pr_url',
+            model_name="agentinstance",
+            name="pr_url",
             field=models.CharField(blank=True, max_length=500),
         ),
     ]

@@ -2,47 +2,28 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import QueryDict
-from rest_framework.exceptions import ValidationError
 
-from codex.repositories.models import normalize_repository_url
+from codex.core.api import filter_choices, filter_repository, raise_filter_errors
 from codex.tasks.models import CreatedBy, Phase, Priority, Status
 
-CHOICE_FILTERS = {
-    "status": Status.values,
-    "phase": Phase.values,
-    "priority": Priority.values,
-    "created_by": CreatedBy.values,
+# parameter → (lookup, allowed values); several values may be comma-separated
+# (status=blocked,paused).
+TASK_FILTERS = {
+    "status": ("status", Status.values),
+    "phase": ("phase", Phase.values),
+    "priority": ("priority", Priority.values),
+    "created_by": ("created_by", CreatedBy.values),
 }
 
 
 def filter_tasks(queryset, params: QueryDict):
     """Apply ?status=&phase=&priority=&created_by=&repository= (400 on bad values).
 
-    Several values of one filter may be given comma-separated (status=blocked,paused).
+    The API list applies the same filters through FilteredListMixin; this is for
+    callers outside a view (the web pages).
     """
-    errors = {}
-    for name, allowed in CHOICE_FILTERS.items():
-        raw = params.get(name)
-        if raw is None:
-            continue
-        values = [value.strip() for value in raw.split(",") if value.strip()]
-        unknown = [value for value in values if value not in allowed]
-        if unknown or not values:
-            errors[name] = [
-                f"Unknown value {', '.join(unknown) or '(empty)'}; "
-                f"use one of {', '.join(allowed)}."
-            ]
-            continue
-        queryset = queryset.filter(**{f"{name}__in": values})
-    if "repository" in params:
-        try:
-            url = normalize_repository_url(params["repository"])
-        except DjangoValidationError as exc:
-            errors["repository"] = exc.messages
-        else:
-            queryset = queryset.filter(repository__url=url)
-    if errors:
-        raise ValidationError(errors)
+    queryset, errors = filter_choices(queryset, params, TASK_FILTERS)
+    queryset = filter_repository(queryset, params, "repository__url", errors)
+    raise_filter_errors(errors)
     return queryset

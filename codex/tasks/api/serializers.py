@@ -6,13 +6,23 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from codex.events.models import Event
 from codex.repositories.models import (
     Forge,
     Repository,
     forge_of,
     normalize_repository_url,
 )
-from codex.tasks.models import Priority, Task
+from codex.tasks.models import (
+    Artifact,
+    Decision,
+    Escalation,
+    Priority,
+    ReviewReport,
+    Status,
+    Task,
+    VerificationReport,
+)
 from codex.tasks.models.task import TITLE_MAX_LENGTH
 
 
@@ -130,6 +140,7 @@ class TaskDetailSerializer(TaskSerializer):
     """The detail view adds what can be done next and the phase progress."""
 
     available_actions = serializers.SerializerMethodField()
+    retry_of = serializers.SerializerMethodField()
 
     class Meta(TaskSerializer.Meta):
         fields = [
@@ -137,19 +148,196 @@ class TaskDetailSerializer(TaskSerializer):
             "phase_progress",
             "errors",
             "available_actions",
+            "retry_of",
         ]
         read_only_fields = fields
 
     def get_available_actions(self, task: Task) -> list[str]:
-        return [
-            name for name in task.available_status_actions() if name in CONTROL_ACTIONS
-        ]
+        return available_actions(task)
+
+    def get_retry_of(self, task: Task) -> str | None:
+        """The failed task this one retries (its idempotency key records it)."""
+        key = task.idempotency_key or ""
+        return (
+            key.removeprefix(RETRY_KEY_PREFIX)
+            if key.startswith(RETRY_KEY_PREFIX)
+            else None
+        )
 
 
 CONTROL_ACTIONS = ("pause", "resume", "cancel")
+RETRYABLE_STATUSES = (Status.BLOCKED, Status.FAILED)
+RETRY_KEY_PREFIX = "retry:"
+
+
+def available_actions(task: Task) -> list[str]:
+    """What a client may ask of the task now: pause, resume, cancel, retry.
+
+    Retry is offered on a blocked task even before its backoff ends (retrying
+    is asking for "now") and on a failed one (which makes a new task).
+    """
+    actions = [
+        name for name in task.available_status_actions() if name in CONTROL_ACTIONS
+    ]
+    if task.status in RETRYABLE_STATUSES:
+        actions.append("retry")
+    return actions
 
 
 class ControlSerializer(serializers.Serializer):
     reason = serializers.CharField(
         max_length=2000, required=False, allow_blank=True, default=""
     )
+
+
+class EventSerializer(serializers.ModelSerializer):
+    """One entry of a task's event log."""
+
+    class Meta:
+        model = Event
+        fields = [
+            "id",
+            "created_at",
+            "kind",
+            "subject",
+            "field",
+            "source",
+            "target",
+            "actor",
+            "reason",
+            "data",
+        ]
+        read_only_fields = fields
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    """One version of a document an agent wrote, with its content."""
+
+    path = serializers.CharField(read_only=True)
+    container = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Artifact
+        fields = ["id", "name", "path", "container", "sha256", "created_at", "content"]
+        read_only_fields = fields
+
+
+class VerificationReportSerializer(serializers.ModelSerializer):
+    path = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = VerificationReport
+        exclude = ["task"]
+        read_only_fields = [f.name for f in VerificationReport._meta.fields]
+
+
+class ReviewReportSerializer(serializers.ModelSerializer):
+    path = serializers.CharField(read_only=True)
+    blocking_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = ReviewReport
+        exclude = ["task"]
+        read_only_fields = [f.name for f in ReviewReport._meta.fields]
+
+
+class TaskReportsSerializer(serializers.Serializer):
+    """Both kinds of a task's reports, by cycle; bounded by the cycle limits."""
+
+    verification = VerificationReportSerializer(many=True)
+    review = ReviewReportSerializer(many=True)
+
+
+class EscalationSerializer(serializers.ModelSerializer):
+    """An escalation, its questions and (once resolved) its answer."""
+
+    task = serializers.CharField(source="task.task_id", read_only=True)
+    task_status = serializers.CharField(source="task.status", read_only=True)
+    is_open = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Escalation
+        fields = [
+            "id",
+            "task",
+            "task_status",
+            "created_at",
+            "phase",
+            "reason",
+            "detail",
+            "questions",
+            "is_open",
+            "resolved_at",
+            "resolved_by_label",
+            "resolution",
+            "answers",
+            "decision",
+            "consumed_at",
+        ]
+        read_only_fields = fields
+
+
+class EscalationResolveSerializer(serializers.Serializer):
+    """A person's answer: one answer per question, a decision, a note."""
+
+    decision = serializers.ChoiceField(choices=Decision.choices)
+    answers = serializers.ListField(
+        child=serializers.CharField(max_length=10_000, allow_blank=True),
+        max_length=50,
+        required=False,
+        default=list,
+    )
+    resolution = serializers.CharField(
+        max_length=5000, required=False, allow_blank=True, default=""
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        questions = self.context["escalation"].questions or []
+        answers = attrs["answers"]
+        resuming = attrs["decision"] == Decision.RESUME
+        if (answers or (resuming and questions)) and len(answers) != len(questions):
+            # The agent reads answers by position: a missing one is a wrong one.
+            raise serializers.ValidationError(
+                {
+                    "answers": [
+                        f"Give one answer per question ({len(questions)}); "
+                        f"got {len(answers)}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class RepositorySerializer(serializers.ModelSerializer):
+    """A repository; operators register new ones by URL."""
+
+    full_name = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Repository
+        fields = [
+            "id",
+            "url",
+            "full_name",
+            "forge",
+            "default_branch",
+            "accepts_tasks",
+            "registered_on_first_use",
+            "created_at",
+        ]
+        read_only_fields = [
+            "id",
+            "full_name",
+            "forge",
+            "registered_on_first_use",
+            "created_at",
+        ]
+
+    def validate_url(self, value: str) -> str:
+        try:
+            url = normalize_repository_url(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        if Repository.objects.filter(url=url).exists():
+            raise serializers.ValidationError("This repository is already registered.")
+        return url

@@ -1,33 +1,64 @@
-"""Task API views: check, validate, call one model method."""
+"""Task, escalation and repository API views: check, validate, call one model
+method. Roles are in codex.accounts.permissions, errors in codex.core.api,
+Idempotency-Key in codex.core.idempotency."""
 
 from __future__ import annotations
 
-import hashlib
-
 from django.http import HttpResponse
 from django_fsm import TransitionNotAllowed
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from codex.core.api import Conflict, Unprocessable
+from codex.accounts.permissions import (
+    EscalationPermission,
+    RepositoryPermission,
+    TaskControlPermission,
+    TaskPermission,
+)
+from codex.core.api import (
+    Conflict,
+    FilteredListMixin,
+    OldestFirstCursorPagination,
+)
+from codex.core.idempotency import idempotent
 from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.tasks.api.filters import filter_tasks
+from codex.events.models import EventKind
+from codex.repositories.models import Forge, Repository
+from codex.tasks.api.actions import retry_task
+from codex.tasks.api.base import ApiMixin, api_schema
+from codex.tasks.api.filters import TASK_FILTERS
 from codex.tasks.api.serializers import (
-    CONTROL_ACTIONS,
+    ArtifactSerializer,
     ControlSerializer,
+    EscalationResolveSerializer,
+    EscalationSerializer,
+    EventSerializer,
+    RepositorySerializer,
+    ReviewReportSerializer,
     TaskCreateSerializer,
     TaskDetailSerializer,
+    TaskReportsSerializer,
     TaskSerializer,
+    VerificationReportSerializer,
+    available_actions,
 )
 from codex.tasks.exports import issue_state, task_envelope_yaml
-from codex.tasks.models import CreatedBy, IdempotencyMismatch, Task
+from codex.tasks.models import (
+    AlreadyResolved,
+    CreatedBy,
+    Escalation,
+    EscalationReason,
+    Task,
+)
 
-IDEMPOTENCY_KEY_MAX_LENGTH = 200
 # Actions that wait for a worker's step to end instead of failing on its lease.
 DEFERRABLE_ACTIONS = ("pause", "cancel")
+TASK_ACTIONS = ("pause", "resume", "cancel", "retry")
 
 
 def actor_of(request: Request) -> str:
@@ -35,106 +66,122 @@ def actor_of(request: Request) -> str:
     return f"api:{request.user.get_username()}"
 
 
-def idempotency_key(request: Request) -> str | None:
-    """The Idempotency-Key header, scoped to the caller; 400 when malformed."""
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    key = key.strip()
-    if not key or len(key) > IDEMPOTENCY_KEY_MAX_LENGTH or not key.isprintable():
-        raise ValidationError(
-            {
-                "Idempotency-Key": [
-                    f"Must be 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} printable characters."
-                ]
-            }
+def get_task(task_id: str) -> Task:
+    return generics.get_object_or_404(
+        Task.objects.select_related("repository"), task_id=task_id
+    )
+
+
+def task_response(task: Task, code: int = status.HTTP_200_OK) -> Response:
+    response = Response(TaskDetailSerializer(task).data, status=code)
+    if code == status.HTTP_201_CREATED:
+        response["Location"] = f"/api/tasks/{task.task_id}/"
+    return response
+
+
+def domain_conflict(task: Task, action: str, exc: Exception) -> Conflict:
+    """The 409 for a refused action, listing what the task allows now."""
+    if isinstance(exc, LeaseUnavailable):
+        return Conflict(
+            f"{exc}; try again shortly.", code="lease_held", lease_holder=exc.holder
         )
-    scope = hashlib.sha256(f"{request.user.pk}:{key}".encode()).hexdigest()
-    return f"api:{scope}"
+    if isinstance(exc, VersionConflict):
+        return Conflict(str(exc), code="version_mismatch")
+    return Conflict(
+        f"A task that is {task.status} cannot {action}.",
+        code="transition_not_allowed",
+        status=task.status,
+        allowed_actions=available_actions(task),
+    )
 
 
-class TaskListCreate(generics.ListAPIView):
+# -- tasks ------------------------------------------------------------------------
+
+
+class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
     """GET: tasks, newest first, filtered. POST: a feature request becomes a task."""
 
     serializer_class = TaskSerializer
+    permission_classes = [TaskPermission]
+    choice_filters = TASK_FILTERS
+    repository_lookup = "repository__url"
 
     def get_queryset(self):
-        return filter_tasks(
-            Task.objects.select_related("repository"), self.request.query_params
-        )
+        return Task.objects.select_related("repository")
 
+    @api_schema(
+        request=TaskCreateSerializer,
+        responses={
+            201: TaskDetailSerializer,
+            200: OpenApiResponse(
+                TaskDetailSerializer, description="A replay (Idempotency-Key)."
+            ),
+        },
+    )
+    @idempotent
     def post(self, request: Request) -> Response:
         serializer = TaskCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            task, created = Task.objects.create_from_request(
-                **serializer.validated_data,
-                created_by=CreatedBy.API,
-                actor=actor_of(request),
-                idempotency_key=idempotency_key(request),
-            )
-        except IdempotencyMismatch as exc:
-            raise Unprocessable(str(exc), code="idempotency_key_reused") from None
-        response = Response(
-            TaskDetailSerializer(task).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        task, _ = Task.objects.create_from_request(
+            **serializer.validated_data,
+            created_by=CreatedBy.API,
+            actor=actor_of(request),
         )
-        if not created:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return task_response(task, status.HTTP_201_CREATED)
 
 
-class TaskDetail(generics.RetrieveAPIView):
+class TaskDetail(ApiMixin, generics.RetrieveAPIView):
     serializer_class = TaskDetailSerializer
+    permission_classes = [TaskPermission]
     lookup_field = "task_id"
     queryset = Task.objects.select_related("repository")
 
 
-class TaskControl(APIView):
-    """POST /api/tasks/{task_id}/{pause|resume|cancel}/."""
+class TaskControl(ApiMixin, APIView):
+    """POST /api/tasks/{task_id}/{pause|resume|cancel|retry}/."""
 
+    permission_classes = [TaskControlPermission]
+    conflicts = True
     action_name: str = ""
 
+    @api_schema(
+        request=ControlSerializer,
+        responses={
+            200: TaskDetailSerializer,
+            201: OpenApiResponse(
+                TaskDetailSerializer,
+                description="retry of a failed task: the new task.",
+            ),
+            202: OpenApiResponse(
+                TaskDetailSerializer,
+                description="pause or cancel while a worker is in a step: "
+                "applied when the step ends (see `deferred`).",
+            ),
+        },
+    )
+    @idempotent
     def post(self, request: Request, task_id: str) -> Response:
-        task = generics.get_object_or_404(
-            Task.objects.select_related("repository"), task_id=task_id
-        )
+        task = get_task(task_id)
         serializer = ControlSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         by, reason = actor_of(request), serializer.validated_data["reason"]
+        deferred = created = False
         try:
-            if self.action_name in DEFERRABLE_ACTIONS:
+            if self.action_name == "retry":
+                task, created = retry_task(task, by=by, reason=reason)
+            elif self.action_name in DEFERRABLE_ACTIONS:
                 task, deferred = task.request_control(
                     self.action_name, by=by, reason=reason
                 )
             else:
-                task, deferred = (
-                    task.perform(self.action_name, by=by, reason=reason),
-                    False,
-                )
-        except TransitionNotAllowed:
-            allowed = [
-                name
-                for name in task.available_status_actions()
-                if name in CONTROL_ACTIONS
-            ]
-            raise Conflict(
-                f"A task that is {task.status} cannot {self.action_name}.",
-                code="transition_not_allowed",
-                status=task.status,
-                allowed_actions=allowed,
-            ) from None
-        except LeaseUnavailable as exc:
-            raise Conflict(
-                f"{exc}; try again shortly.",
-                code="lease_held",
-                lease_holder=exc.holder,
-            ) from None
-        except VersionConflict as exc:
-            raise Conflict(str(exc), code="version_mismatch") from None
-        body = TaskDetailSerializer(task).data
+                task = task.perform(self.action_name, by=by, reason=reason)
+        except (TransitionNotAllowed, LeaseUnavailable, VersionConflict) as exc:
+            raise domain_conflict(task, self.action_name, exc) from None
+        if created:
+            return task_response(task, status.HTTP_201_CREATED)
         if not deferred:
-            return Response(body)
+            return task_response(task)
+        body = TaskDetailSerializer(task).data
         body["deferred"] = {
             "action": self.action_name,
             "detail": f"A worker is in the middle of a step; the task will "
@@ -143,25 +190,189 @@ class TaskControl(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class TaskEnvelope(APIView):
+class TaskEnvelope(ApiMixin, APIView):
     """GET /api/tasks/{task_id}/envelope/: spec 002's task-envelope.yml."""
 
+    permission_classes = [TaskPermission]
+
+    @api_schema(responses={(200, "application/yaml"): OpenApiTypes.STR})
     def get(self, request: Request, task_id: str) -> HttpResponse:
-        task = generics.get_object_or_404(
-            Task.objects.select_related("repository"), task_id=task_id
-        )
         response = HttpResponse(
-            task_envelope_yaml(task), content_type="application/yaml; charset=utf-8"
+            task_envelope_yaml(get_task(task_id)),
+            content_type="application/yaml; charset=utf-8",
         )
         response["Content-Disposition"] = 'inline; filename="task-envelope.yml"'
         return response
 
 
-class TaskIssueState(APIView):
+class TaskIssueState(ApiMixin, APIView):
     """GET /api/tasks/{task_id}/issue-state/: spec 003's issue-state.json."""
 
+    permission_classes = [TaskPermission]
+
+    @api_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, task_id: str) -> Response:
-        task = generics.get_object_or_404(
-            Task.objects.select_related("repository"), task_id=task_id
+        return Response(issue_state(get_task(task_id)))
+
+
+class TaskEvents(ApiMixin, FilteredListMixin, generics.ListAPIView):
+    """GET /api/tasks/{task_id}/events/: the task's story, oldest first."""
+
+    serializer_class = EventSerializer
+    permission_classes = [TaskPermission]
+    pagination_class = OldestFirstCursorPagination
+    choice_filters = {"kind": ("kind", EventKind.values)}
+
+    def get_queryset(self):
+        return get_task(self.kwargs["task_id"]).events.all()
+
+
+class TaskArtifacts(ApiMixin, FilteredListMixin, generics.ListAPIView):
+    """GET /api/tasks/{task_id}/artifacts/: every version of every document, with
+    its content, newest first (?name=spec.md for one document's history)."""
+
+    serializer_class = ArtifactSerializer
+    permission_classes = [TaskPermission]
+
+    def get_queryset(self):
+        task = get_task(self.kwargs["task_id"])
+        queryset = task.artifacts.select_related("task")
+        name = self.request.query_params.get("name")
+        return queryset.filter(name=name) if name else queryset
+
+    def filter_parameters(self) -> list[OpenApiParameter]:
+        return [
+            OpenApiParameter(
+                "name", OpenApiTypes.STR, description="One document, e.g. spec.md."
+            )
+        ]
+
+
+class TaskReports(ApiMixin, APIView):
+    """GET /api/tasks/{task_id}/reports/: verification and review reports by cycle.
+
+    Not paginated: a task has at most max_cycles + 1 of each (3 + 1 and 2 + 1 by
+    default), so the answer is bounded.
+    """
+
+    permission_classes = [TaskPermission]
+
+    @api_schema(responses={200: TaskReportsSerializer})
+    def get(self, request: Request, task_id: str) -> Response:
+        task = get_task(task_id)
+        return Response(
+            {
+                "verification": VerificationReportSerializer(
+                    task.verification_reports.select_related("task").order_by("cycle"),
+                    many=True,
+                ).data,
+                "review": ReviewReportSerializer(
+                    task.review_reports.select_related("task").order_by("cycle"),
+                    many=True,
+                ).data,
+            }
         )
-        return Response(issue_state(task))
+
+
+# -- escalations ---------------------------------------------------------------------
+
+
+ESCALATION_STATES = ["open", "resolved", "all"]
+
+
+class EscalationList(ApiMixin, FilteredListMixin, generics.ListAPIView):
+    """GET /api/escalations/: open escalations, newest first (?state=resolved|all)."""
+
+    serializer_class = EscalationSerializer
+    permission_classes = [EscalationPermission]
+    choice_filters = {"reason": ("reason", EscalationReason.values)}
+    task_lookup = "task__task_id"
+
+    def get_queryset(self):
+        queryset = Escalation.objects.select_related("task")
+        state = self.request.query_params.get("state", "open")
+        if state == "open":
+            return queryset.open()
+        if state == "resolved":
+            return queryset.filter(resolved_at__isnull=False)
+        if state == "all":
+            return queryset
+        raise ValidationError(
+            {"state": [f"Unknown value {state}; use one of open, resolved, all."]}
+        )
+
+    def filter_parameters(self) -> list[OpenApiParameter]:
+        return [
+            OpenApiParameter(
+                "state", OpenApiTypes.STR, enum=ESCALATION_STATES, default="open"
+            ),
+            *super().filter_parameters(),
+        ]
+
+
+class EscalationDetail(ApiMixin, generics.RetrieveAPIView):
+    serializer_class = EscalationSerializer
+    permission_classes = [EscalationPermission]
+    queryset = Escalation.objects.select_related("task")
+
+
+class EscalationResolve(ApiMixin, APIView):
+    """POST /api/escalations/{id}/resolve/: answers and resume, fail or cancel."""
+
+    permission_classes = [EscalationPermission]
+    conflicts = True
+
+    @api_schema(
+        request=EscalationResolveSerializer, responses={200: EscalationSerializer}
+    )
+    @idempotent
+    def post(self, request: Request, pk: int) -> Response:
+        escalation = generics.get_object_or_404(
+            Escalation.objects.select_related("task", "task__repository"), pk=pk
+        )
+        serializer = EscalationResolveSerializer(
+            data=request.data, context={"escalation": escalation}
+        )
+        serializer.is_valid(raise_exception=True)
+        task = escalation.task
+        try:
+            task.resolve_escalation(
+                escalation,
+                **serializer.validated_data,
+                by=actor_of(request),
+                user=request.user,
+            )
+        except AlreadyResolved as exc:
+            raise Conflict(
+                str(exc),
+                code="already_resolved",
+                decision=exc.escalation.decision,
+                resolved_by=exc.escalation.resolved_by_label,
+            ) from None
+        except (TransitionNotAllowed, LeaseUnavailable, VersionConflict) as exc:
+            raise domain_conflict(task, "resolve its escalation", exc) from None
+        return Response(EscalationSerializer(escalation).data)
+
+
+# -- repositories --------------------------------------------------------------------
+
+
+class RepositoryListCreate(ApiMixin, FilteredListMixin, generics.ListCreateAPIView):
+    """GET: repositories. POST (operators): register one."""
+
+    serializer_class = RepositorySerializer
+    permission_classes = [RepositoryPermission]
+    queryset = Repository.objects.all()
+    choice_filters = {"forge": ("forge", Forge.values)}
+
+    @idempotent
+    def post(self, request: Request, *args, **kwargs) -> Response:
+        response = super().post(request, *args, **kwargs)
+        response["Location"] = f"/api/repositories/{response.data['id']}/"
+        return response
+
+
+class RepositoryDetail(ApiMixin, generics.RetrieveAPIView):
+    serializer_class = RepositorySerializer
+    permission_classes = [RepositoryPermission]
+    queryset = Repository.objects.all()

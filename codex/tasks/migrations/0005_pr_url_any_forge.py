@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks', '0004_control_requests'),
+        ("tasks", "0004_control_requests"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='reviewreport',
-            name='pr_url',
+            model_name="reviewreport",
+            name="pr_url",
             field=models.CharField(blank=True, max_length=500),
         ),
         migrations.AlterField(
-            model_name='task',
-            name='pr_url',
+            model_name="task",
+            name="pr_url",
             field=models.CharField(blank=True, max_length=500),
         ),
         migrations.AlterField(
-            model_name='verificationreport',
-            name='pr_url',
+            model_name="verificationreport",
+            name="pr_url",
             field=models.CharField(blank=True, max_length=500),
         ),
     ]
