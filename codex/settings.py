@@ -303,6 +303,9 @@ CODEX_SCHEDULES = {
     "codex.fleet.jobs.enforce_review_limits": env_int(
         "CODEX_EVERY_REVIEW_LIMITS_MINUTES", 30, minimum=0
     ),
+    "codex.claims.jobs.follow_claims_on_board": env_int(
+        "CODEX_EVERY_BOARD_MINUTES", 2, minimum=0
+    ),
     "codex.repositories.jobs.sync_github_repositories": env_int(
         "CODEX_EVERY_GITHUB_SYNC_MINUTES", 5, minimum=0
     ),

@@ -53,3 +53,59 @@ def play_backlog_rounds() -> int:
     if errors:
         raise errors[0]
     return played
+
+
+def follow_claims_on_board() -> dict[str, int]:
+    """Scheduled: the project board follows the claims (spec 000 §3): an issue
+    claimed by a session moves Todo → In Progress, a closed one → Done; each
+    move is then pushed to GitHub at most once per status (perform_once).
+
+    Reconciling instead of hooking every claim path keeps the board right
+    however a claim changed (atomic bulk claiming, imports, the admin).
+    """
+    from codex.claims.models import BoardItem, BoardStatus, ClaimState
+
+    moved = {"in_progress": 0, "done": 0, "pushed": 0}
+    items = BoardItem.objects.exclude(status=BoardStatus.DONE).select_related(
+        "project__repository"
+    )
+    for item in items:
+        claim = IssueClaim.objects.filter(
+            repository=item.project.repository_id, number=item.issue_number
+        ).first()
+        if claim is None:
+            continue
+        try:
+            if claim.issue_closed and item.status == BoardStatus.IN_PROGRESS:
+                item.perform("close", by="system:board", reason="issue closed")
+                moved["done"] += 1
+            elif claim.issue_closed and item.status == BoardStatus.TODO:
+                item.perform("claim", by="system:board", reason="issue claimed")
+                item.perform("close", by="system:board", reason="issue closed")
+                moved["done"] += 1
+            elif claim.state == ClaimState.CLAIMED and item.status == BoardStatus.TODO:
+                item.perform("claim", by="system:board", reason="issue claimed")
+                moved["in_progress"] += 1
+            else:
+                continue
+        except (TransitionNotAllowed, VersionConflict):
+            continue  # moved meanwhile; the next round looks again
+        if item.project.repository.forge == "github":
+            push_board_status(item)
+            moved["pushed"] += 1
+    return moved
+
+
+def push_board_status(item) -> dict:
+    """Show the item's status on GitHub, once per (item, status). Setting a
+    field value twice is harmless, so an unfinished earlier attempt is simply
+    repeated (the lookup cannot tell, and need not)."""
+    from codex.core.side_effects import perform_once
+    from integrations.github.projects import sync_board_item
+
+    return perform_once(
+        f"github:board:{item.item_id}:{item.status}",
+        lambda: sync_board_item(item),
+        lookup=lambda: None,
+        kind="github",
+    )

@@ -31,6 +31,7 @@ def sync_github_repositories() -> dict[str, Any]:
         name = repository.full_name
         try:
             results[name] = sync_repository(repository)
+            results[name]["ci"] = refresh_ci_results(repository)
         except ClassifiedFailure as failure:
             logger.warning("GitHub sync of %s failed: %s", name, failure)
             results[name] = {"error": failure.error.as_dict()}
@@ -44,3 +45,39 @@ def sync_github_repositories() -> dict[str, Any]:
             logger.exception("GitHub sync of %s failed unexpectedly", name)
             results[name] = {"error": {"message": repr(exc)}}
     return results
+
+
+def refresh_ci_results(repository: Repository) -> dict[str, int]:
+    """Check results of tasks waiting in implementation, from the forge (the
+    webhook brings them sooner; this catches a missed delivery). A task whose
+    CI settled gets `ci_passing` under its lease and its next step enqueued;
+    a task a worker holds is left for the next round."""
+    from codex.core.models import LeaseUnavailable, VersionConflict
+    from codex.core.queue import enqueue_on_commit
+    from codex.repositories.forge import get_forge
+    from codex.tasks.models import Phase, Status, Task
+
+    waiting = Task.objects.filter(
+        repository=repository,
+        status=Status.IN_PROGRESS,
+        phase=Phase.IMPLEMENTATION,
+        ci_passing__isnull=True,
+    ).exclude(pr_url="")
+    updated = {"passing": 0, "failing": 0}
+    forge = None
+    for task in waiting[:100]:
+        if not task.commits:
+            continue
+        forge = forge or get_forge(repository)
+        state = forge.checks_state(task.commits[-1])
+        if state not in ("success", "failure"):
+            continue  # pending, or no CI reported yet
+        try:
+            with task.leased("system:ci-sync", attempts=1):
+                task.ci_passing = state == "success"
+                task.save()
+        except (LeaseUnavailable, VersionConflict):
+            continue
+        updated["passing" if task.ci_passing else "failing"] += 1
+        enqueue_on_commit("codex.tasks.jobs.advance_task", task.task_id)
+    return updated
