@@ -13,7 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
-from codex.env import env_bool, env_int, env_list, env_str
+from codex.env import env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CODEX_VAR_DIR", str(BASE_DIR / "var")))
@@ -379,8 +379,22 @@ CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
 CODEX_AGENT_CONTEXT_CHARS = env_int(
     "CODEX_AGENT_CONTEXT_CHARS", 400_000, minimum=50_000
 )
+# How agents run commands in a task's worktree: PATH for the sandbox (the
+# test tools must be on it), the test command (per repository full_name or url
+# in CODEX_TEST_COMMANDS), how pull requests merge, and whether a person must
+# approve the release first.
+CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
+CODEX_TEST_COMMAND = env_str(
+    "CODEX_TEST_COMMAND", "python -B -m pytest -q -p no:cacheprovider"
+)
+CODEX_TEST_COMMANDS: dict[str, str] = {}
+CODEX_MERGE_METHOD = env_choice(
+    "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
+)
+CODEX_RELEASE_REQUIRES_APPROVAL = env_bool("CODEX_RELEASE_REQUIRES_APPROVAL", False)
+# Agents by default: without ANTHROPIC_API_KEY a task blocks, saying so.
 CODEX_PHASE_RUNNER = env_str(
-    "CODEX_PHASE_RUNNER", "codex.tasks.runners.UnconfiguredPhaseRunner"
+    "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"
 )
 
 # --- Security ----------------------------------------------------------------

@@ -31,7 +31,7 @@ from django_fsm import TransitionNotAllowed
 from codex.core.models import VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
-from codex.tasks.models import Status
+from codex.tasks.models import Status, Task
 from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
@@ -84,6 +84,12 @@ def reap_stale_work() -> dict[str, list[str]]:
             .exclude(worktree_path="")
             .values_list("worktree_path", flat=True)
         )
+        # The phase runner keeps one worktree per unfinished task
+        # (<root>/<task_id>): those are live however long a phase runs.
+        live |= {
+            str(Path(root).absolute() / task_id)
+            for task_id in Task.objects.active().values_list("task_id", flat=True)
+        }
         # A worktree created moments ago may not have its instance row yet.
         removed = remove_orphaned_worktrees(Path(root), live, older_than=cutoff)
         # Deleted worktree folders stay registered in their mirrors (and keep

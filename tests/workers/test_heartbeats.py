@@ -324,3 +324,26 @@ def test_no_worktree_root_means_no_folder_is_touched(
     settings.CODEX_WORKTREE_ROOT = None
     assert reap(django_capture_on_commit_callbacks)["worktrees_removed"] == []
     assert orphan.exists()
+
+
+@pytest.mark.django_db
+def test_a_running_tasks_worktree_is_never_an_orphan(settings, tmp_path):
+    """The phase runner's worktree (<root>/<task_id>) lives as long as its task,
+    however long a phase runs; a finished task's is removed."""
+    import os
+    import time as _time
+
+    from codex.fleet.heartbeats import reap_stale_work
+    from tests.factories import make_task, put_in_state
+
+    settings.CODEX_WORKTREE_ROOT = str(tmp_path)
+    active = put_in_state(make_task(), status="in_progress")
+    finished = put_in_state(make_task(), status="completed")
+    for task in (active, finished):
+        folder = tmp_path / task.task_id
+        folder.mkdir()
+        old = _time.time() - 3600
+        os.utime(folder, (old, old))
+    reap_stale_work()
+    assert (tmp_path / active.task_id).exists()
+    assert not (tmp_path / finished.task_id).exists()

@@ -1,0 +1,89 @@
+"""Planner (planning): plan.md, tasks.md (spec 002 §4.2, §4.3) and the
+analysis the developer works from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
+from codex.tasks.runners import PhaseResult
+
+SYSTEM_PROMPT = f"""\
+You are the planner of an autonomous software team. From spec.md and the
+repository you write the implementation plan and break it into ordered,
+individually committable tasks (at least one).
+
+plan_md is plan.md: "# Implementation Plan", "## Approach", "## Files",
+"## Testing", "## Risks". tasks lists the tasks in order, each with a title and
+a description precise enough to implement without guessing. analysis names the
+files to touch, the patterns to follow, the test requirement, what the
+developer must do and must not do, and a short brief.
+
+{COMMON_RULES}"""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "plan_md": {"type": "string", "minLength": 1},
+        "tasks": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "minLength": 1},
+                    "description": {"type": "string"},
+                },
+                "required": ["title"],
+            },
+        },
+        "analysis": {
+            "type": "object",
+            "properties": {
+                "files": string_list(),
+                "patterns": string_list(),
+                "test_requirement": {"type": "string"},
+                "must_do": string_list(),
+                "must_not_do": string_list(),
+                "brief": {"type": "string"},
+            },
+        },
+    },
+    "required": ["plan_md", "tasks"],
+}
+
+INSTRUCTIONS = "Write the plan (plan_md), the tasks and the analysis."
+
+
+def tasks_md(tasks: list[dict[str, Any]]) -> str:
+    lines = ["# Tasks", ""]
+    for number, item in enumerate(tasks, 1):
+        lines.append(f"- [ ] T{number:03}: {item['title'].strip()}")
+        description = (item.get("description") or "").strip()
+        if description:
+            lines.extend(f"  {line}" for line in description.splitlines())
+    return "\n".join(lines) + "\n"
+
+
+def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
+    tasks = result["tasks"]
+    artifacts = {
+        "plan.md": result["plan_md"].strip() + "\n",
+        "tasks.md": tasks_md(tasks),
+    }
+    if result.get("analysis"):
+        artifacts["analysis.json"] = (
+            json.dumps(result["analysis"], indent=2, sort_keys=True) + "\n"
+        )
+    return PhaseResult(artifacts=artifacts, total_tasks=len(tasks))
+
+
+ROLE = Role(
+    name="planner",
+    phase="planning",
+    system_prompt=SYSTEM_PROMPT,
+    schema=SCHEMA,
+    to_phase_result=to_phase_result,
+    instructions=INSTRUCTIONS,
+)
