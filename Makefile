@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean
+.PHONY: run test lint format check ci clean bench bench-smoke
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ format: $(VENV)/.installed-dev
 check: $(VENV)/.installed-dev
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
+
+## bench: the benchmarks (issue 8) on PostgreSQL, a few minutes (uses wrk when
+## installed); writes bench/REPORT.md and bench/report.json
+bench: $(VENV)/.installed-base $(VENV)/.installed-dev
+	$(PY) -m bench.run
+
+## bench-smoke: the same in a short mode for CI; writes var/bench/
+bench-smoke: $(VENV)/.installed-base $(VENV)/.installed-dev
+	$(PY) -m bench.run --smoke
 
 ci:
 	bash .ci/run

@@ -409,6 +409,11 @@ if env_bool("CODEX_BEHIND_TLS", False):
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("CODEX_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_SSL_REDIRECT = env_bool("CODEX_SSL_REDIRECT", True)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CODEX_HSTS_INCLUDE_SUBDOMAINS", True)
+    # Preloading is a commitment of the whole domain: off unless asked for.
+    SECURE_HSTS_PRELOAD = env_bool("CODEX_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 LOGGING = {
     "version": 1,

@@ -8,7 +8,6 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
-from django_fsm.admin import FSMAdminMixin
 
 from codex.claims.models import (
     BacklogRun,
@@ -20,6 +19,7 @@ from codex.claims.models import (
     IssueClaim,
 )
 from codex.claims.models.backlog import ACTIVE_STATES
+from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import VersionConflict
 from codex.tasks.models import TERMINAL_STATUSES
 
@@ -29,7 +29,7 @@ def operator(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"
 
 
-class PerformTransitionsMixin(FSMAdminMixin):
+class PerformTransitionsMixin(CodexFSMAdminMixin):
     """Transition buttons run through `perform`: versioned, logged, with `by`."""
 
     def _apply_fsm_transition(

@@ -11,8 +11,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
-from django_fsm.admin import FSMAdminMixin
 
+from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
@@ -110,7 +110,7 @@ class TransitionsViaPerform:
 
 
 @admin.register(AgentInstance)
-class AgentInstanceAdmin(TransitionsViaPerform, FSMAdminMixin, admin.ModelAdmin):
+class AgentInstanceAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status"]
     list_display = [
         "instance_id",
@@ -242,7 +242,7 @@ class HealthFilter(admin.SimpleListFilter):
 
 
 @admin.register(AgentRun)
-class AgentRunAdmin(TransitionsViaPerform, FSMAdminMixin, admin.ModelAdmin):
+class AgentRunAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status"]
     list_display = [
         "session_id",

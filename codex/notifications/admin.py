@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django_fsm.admin import FSMAdminMixin
 
+from codex.core.admin import CodexFSMAdminMixin
 from codex.notifications.models import Notification
 
 
 @admin.register(Notification)
-class NotificationAdmin(FSMAdminMixin, admin.ModelAdmin):
+class NotificationAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     """Notifications are written by the system; an operator only watches them,
     fails a row a dead worker left in `sending`, or retries a failed one."""
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html_join
 from django_fsm import TransitionNotAllowed
-from django_fsm.admin import FSMAdminMixin
 
+from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
+from codex.tasks.api.actions import retry_task
 from codex.tasks.models import (
     AgentQuestion,
     Analysis,
@@ -26,6 +29,27 @@ from codex.tasks.models import (
 
 def operator(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"
+
+
+# The django-q2 pages an operator checks when jobs stall: (label, admin URL name).
+# The queue page exists only with the ORM broker (Redis has no admin model).
+JOB_QUEUE_PAGES = [
+    ("Queued jobs", "admin:django_q_ormq_changelist"),
+    ("Failed jobs", "admin:django_q_failure_changelist"),
+    ("Successful jobs", "admin:django_q_success_changelist"),
+    ("Scheduled jobs", "admin:django_q_schedule_changelist"),
+]
+
+
+def job_queue_links() -> list[tuple[str, str]]:
+    """(label, URL) of the django-q2 admin pages registered on this site."""
+    links = []
+    for label, name in JOB_QUEUE_PAGES:
+        try:
+            links.append((label, reverse(name)))
+        except NoReverseMatch:
+            continue
+    return links
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -121,7 +145,7 @@ class AgentQuestionInline(ReadOnlyInline):
 
 
 @admin.register(Task)
-class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
+class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status", "phase"]
     list_display = [
         "task_id",
@@ -140,7 +164,7 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
     search_fields = ["task_id", "title"]
     show_full_result_count = False
     date_hierarchy = "created_at"
-    actions = ["force_break_lease"]
+    actions = ["retry_tasks", "cancel_tasks", "force_break_lease"]
     inlines = [
         TriageInline,
         AnalysisInline,
@@ -188,6 +212,7 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
         "lease_holder",
         "lease_expires_at",
         "updated_at",
+        "job_queue",
     ]
     fieldsets = [
         (
@@ -253,6 +278,7 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
             "Concurrency",
             {"fields": ["version", "lease_holder", "lease_expires_at", "updated_at"]},
         ),
+        ("Background jobs", {"fields": ["job_queue"]}),
     ]
 
     def has_add_permission(self, request) -> bool:
@@ -320,6 +346,76 @@ class TaskAdmin(FSMAdminMixin, admin.ModelAdmin):
             request, f"{obj}: {transition_name} done; status is now {obj.status}."
         )
         return True
+
+    @admin.display(description="django-q2 queue")
+    def job_queue(self, task: Task | None = None) -> str:
+        links = job_queue_links()
+        if not links:
+            return "—"
+        return format_html_join(
+            " · ",
+            '<a href="{}" class="job-queue-link">{}</a>',
+            [(url, label) for label, url in links],
+        )
+
+    def _report(self, request: HttpRequest, done: list, skipped: list, verb: str):
+        if done:
+            self.message_user(
+                request,
+                f"{verb} {len(done)} task(s): {', '.join(done)}.",
+                messages.SUCCESS,
+            )
+        for line in skipped:
+            self.message_user(request, line, messages.WARNING)
+        if not done and not skipped:
+            self.message_user(request, "No task selected.", messages.WARNING)
+
+    @admin.action(description="Retry now (blocked: unblock; failed: new task)")
+    def retry_tasks(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        done: list[str] = []
+        skipped: list[str] = []
+        for task in queryset.order_by("pk"):
+            try:
+                result, created = retry_task(task, by=operator(request))
+            except TransitionNotAllowed:
+                skipped.append(
+                    f"{task.task_id}: a {task.get_status_display().lower()} "
+                    "task cannot be retried."
+                )
+            except (LeaseUnavailable, VersionConflict) as exc:
+                skipped.append(f"{task.task_id}: not retried: {exc}.")
+            else:
+                if result.pk == task.pk:
+                    done.append(f"{task.task_id} unblocked")
+                elif created:
+                    done.append(f"{task.task_id} retried as {result.task_id}")
+                else:
+                    done.append(f"{task.task_id} already retried as {result.task_id}")
+        self._report(request, done, skipped, "Retried")
+
+    @admin.action(description="Cancel (at the end of a running step)")
+    def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        done: list[str] = []
+        skipped: list[str] = []
+        for task in queryset.order_by("pk"):
+            try:
+                _, deferred = task.request_control("cancel", by=operator(request))
+            except TransitionNotAllowed:
+                skipped.append(
+                    f"{task.task_id}: a {task.get_status_display().lower()} "
+                    "task cannot be cancelled."
+                )
+            except (LeaseUnavailable, VersionConflict) as exc:
+                skipped.append(f"{task.task_id}: not cancelled: {exc}.")
+            else:
+                if deferred:
+                    skipped.append(
+                        f"{task.task_id}: a worker is in a step; the cancellation "
+                        "will happen when that step ends."
+                    )
+                else:
+                    done.append(task.task_id)
+        self._report(request, done, skipped, "Cancelled")
 
     @admin.action(description="Force-break the lease (recorded)")
     def force_break_lease(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
