@@ -6,12 +6,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
 
 from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
+from codex.fleet.models import AgentRun
 from codex.tasks.api.actions import retry_task
 from codex.tasks.models import (
     AgentQuestion,
@@ -144,6 +145,25 @@ class AgentQuestionInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+class AgentRunInline(ReadOnlyInline):
+    model = AgentRun
+    fields = [
+        "session_id",
+        "status",
+        "started_at",
+        "ended_at",
+        "tool_count",
+        "files_changed",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "error",
+    ]
+    readonly_fields = fields
+    ordering = ["started_at", "id"]
+    verbose_name_plural = "Agent runs"
+
+
 @admin.register(Task)
 class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status", "phase"]
@@ -174,6 +194,7 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         VerificationReportInline,
         ReviewReportInline,
         ArtifactInline,
+        AgentRunInline,
         EventInline,
     ]
     readonly_fields = [
@@ -190,6 +211,7 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         "current_agent",
         "phase_entered_at",
         "phase_progress",
+        "phases",
         "needs_clarification",
         "current_task",
         "total_tasks",
@@ -249,7 +271,7 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
             "Progress",
             {
                 "fields": [
-                    "phase_progress",
+                    "phases",
                     "needs_clarification",
                     "current_task",
                     "total_tasks",
@@ -280,6 +302,30 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         ),
         ("Background jobs", {"fields": ["job_queue"]}),
     ]
+
+    @admin.display(description="phases")
+    def phases(self, task: Task) -> str:
+        """The phase progress as a table: status, start, end, invocations."""
+        rows = [
+            (
+                phase,
+                progress.get("status", "pending"),
+                progress.get("started_at", "")[:19].replace("T", " "),
+                progress.get("completed_at", "")[:19].replace("T", " "),
+                progress.get("agent_invocations", 0),
+            )
+            for phase, progress in task.phase_progress.items()
+        ]
+        body = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            rows,
+        )
+        return format_html(
+            "<table><tr><th>phase</th><th>status</th><th>started</th>"
+            "<th>completed</th><th>agent runs</th></tr>{}</table>",
+            body,
+        )
 
     def has_add_permission(self, request) -> bool:
         return False  # tasks come from intake (form, API, GitHub), not a blank form

@@ -273,3 +273,16 @@ def test_force_break_lease_with_no_lease_does_nothing(console):
     assert response.status_code == 302
     assert "Broke 0 lease(s)." in messages_of(response)
     assert not Event.objects.filter(kind="lease").exists()
+
+
+def test_the_change_page_shows_phases_and_agent_runs(console, scripted_runner):
+    from codex.fleet.models import AgentRun
+    from codex.tasks.jobs import advance_task
+
+    task = make_task()
+    advance_task(task.task_id)
+    run = AgentRun.objects.get(task=task)
+    page = console.get(change_url(task)).content.decode()
+    assert run.session_id in page
+    assert "<th>agent runs</th>" in page
+    assert "<td>intake</td><td>completed</td>" in page
