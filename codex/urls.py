@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from codex.core.views import healthz
+from codex.core.views import healthz, not_found
 
 admin.site.site_header = "Codex console"
 admin.site.site_title = "Codex"
@@ -16,3 +16,5 @@ urlpatterns = [
     path("api/", include("codex.tasks.api.urls")),
     path("", include("codex.tasks.urls")),
 ]
+
+handler404 = not_found

@@ -17,3 +17,22 @@ def healthz(request: HttpRequest) -> JsonResponse:
             {"status": "unavailable", "database": type(exc).__name__}, status=503
         )
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None):
+    """404 for the whole site: API paths answer in the API's one error shape
+    (even where no route matched, e.g. /api/escalations/abc/), pages as HTML."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {
+                "error": {
+                    "code": "not_found",
+                    "message": "Not found.",
+                    "fields": {},
+                }
+            },
+            status=404,
+        )
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)

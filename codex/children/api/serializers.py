@@ -10,7 +10,7 @@ from codex.children.models import ChildReport, CompletionAnalysis
 class ChildReportSerializer(serializers.ModelSerializer):
     parent_task = serializers.CharField(source="fan_out.parent.task_id", read_only=True)
     child_task = serializers.CharField(
-        source="child_task.task_id", read_only=True, default=None
+        source="child_task.task_id", read_only=True, allow_null=True, default=None
     )
 
     class Meta:

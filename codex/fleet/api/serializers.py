@@ -12,9 +12,11 @@ class AgentInstanceSerializer(serializers.ModelSerializer):
     stay light; the admin shows it."""
 
     repository = serializers.CharField(source="repository.url", read_only=True)
-    task = serializers.CharField(source="task.task_id", read_only=True, default=None)
+    task = serializers.CharField(
+        source="task.task_id", read_only=True, allow_null=True, default=None
+    )
     parent = serializers.CharField(
-        source="parent.instance_id", read_only=True, default=None
+        source="parent.instance_id", read_only=True, allow_null=True, default=None
     )
 
     class Meta:
@@ -49,9 +51,11 @@ class AgentInstanceSerializer(serializers.ModelSerializer):
 class AgentRunSerializer(serializers.ModelSerializer):
     """One agent session with its counts, tokens and cost."""
 
-    task = serializers.CharField(source="task.task_id", read_only=True, default=None)
+    task = serializers.CharField(
+        source="task.task_id", read_only=True, allow_null=True, default=None
+    )
     instance = serializers.CharField(
-        source="instance.instance_id", read_only=True, default=None
+        source="instance.instance_id", read_only=True, allow_null=True, default=None
     )
 
     class Meta:

@@ -254,6 +254,10 @@ class EscalationSerializer(serializers.ModelSerializer):
     task = serializers.CharField(source="task.task_id", read_only=True)
     task_status = serializers.CharField(source="task.status", read_only=True)
     is_open = serializers.BooleanField(read_only=True)
+    # "" until resolved; ModelSerializer drops allow_blank on read-only fields.
+    decision = serializers.ChoiceField(
+        choices=Decision.choices, allow_blank=True, read_only=True
+    )
 
     class Meta:
         model = Escalation

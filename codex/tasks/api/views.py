@@ -195,7 +195,7 @@ class TaskEnvelope(ApiMixin, APIView):
 
     permission_classes = [TaskPermission]
 
-    @api_schema(responses={(200, "application/yaml"): OpenApiTypes.STR})
+    @api_schema(responses={(200, "application/yaml"): OpenApiTypes.OBJECT})
     def get(self, request: Request, task_id: str) -> HttpResponse:
         response = HttpResponse(
             task_envelope_yaml(get_task(task_id)),
