@@ -294,6 +294,10 @@ def phase_rows(task: Task, now: datetime | None = None) -> list[dict[str, Any]]:
         started = _parse_time(progress.get("started_at"))
         ended = _parse_time(progress.get("completed_at"))
         status = progress.get("status", "pending")
+        if status == "in_progress" and task.is_terminal:
+            # The task ended in this phase (cancelled, failed): it stopped then.
+            status = "stopped"
+            ended = ended or task.finished_at
         until = ended or (now if status == "in_progress" else None)
         rows.append(
             {

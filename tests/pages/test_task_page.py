@@ -295,3 +295,34 @@ def test_constant_queries_with_5_or_50_events(
     assert count_queries(few) == count_queries(many)
     with django_assert_max_num_queries(12):
         member_client.get(reverse(view, args=[many.task_id]))
+
+
+@pytest.mark.django_db
+def test_a_finished_tasks_phase_stops_counting():
+    """A task cancelled during intake shows intake stopped at the cancellation,
+    not still in progress with a growing duration."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from codex.tasks.views import phase_rows
+    from tests.factories import make_task, put_in_state
+
+    task = make_task()
+    started = timezone.now() - timedelta(hours=2)
+    finished = started + timedelta(minutes=5)
+    put_in_state(
+        task,
+        status="cancelled",
+        phase_progress={
+            "intake": {"status": "in_progress", "started_at": started.isoformat()}
+        },
+        finished_at=finished,
+    )
+    intake = phase_rows(task, now=timezone.now())[0]
+    assert intake["status"] == "stopped"
+    assert intake["completed_at"] == finished
+    assert (
+        intake["duration"]
+        == phase_rows(task, now=finished + timedelta(days=1))[0]["duration"]
+    )
