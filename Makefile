@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean bench bench-smoke
+.PHONY: run test lint format check ci clean bench bench-smoke demo
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ run: $(VENV)/.installed-base
 	$(PY) manage.py collectstatic --no-input --verbosity 0
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py codex_run
+
+## demo: a scripted walk through all six phases on a sample repository of the
+## local forge (var/demo/; pre-recorded model answers, no key needed). The dev
+## requirements bring pytest, which the QA phase runs in the sample project.
+demo: $(VENV)/.installed-base $(VENV)/.installed-dev
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py demo
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
 test: $(VENV)/.installed-dev

@@ -1,0 +1,296 @@
+"""`manage.py demo`: one feature request through all six phases, scripted.
+
+A newcomer's first look at the pipeline without a Claude key or GitHub. The
+demo
+
+- (re)creates <root>/sample.git, a bare repository on the local forge holding
+  a tiny Python project (calc.py with add() and its pytest test, on main), and
+  registers it as a Repository (file:// URL) unless it already is;
+- starts the scripted Messages API on loopback (tests/model_stub.py's
+  ModelStub) with one pre-recorded conversation per phase, so the real
+  anthropic SDK and the real AgentPhaseRunner do the work: the developer's
+  write_file becomes a commit, the QA phase runs pytest for real, the release
+  merges the pull request into main;
+- creates the feature request as a task (created_by "manual", actor "demo")
+  and runs advance_task until the task ends, with the settings pointing at the
+  stub and at <root> overridden in this process only;
+- prints the task, its phases, artifacts, reports, events, the new head of
+  main in the bare repository, and where to look in the console.
+
+Running it again resets the demo: the bare repository is created afresh (the
+scripted conversation adds mul() to the seed project, so it needs the seed),
+and the demo's mirrors and worktrees are removed. The Repository row and the
+earlier demo tasks stay, so every run adds one task to the same repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+from django.test.utils import override_settings
+
+if TYPE_CHECKING:
+    from codex.repositories.models import Repository
+    from codex.tasks.models import Task
+
+BANNER = "SCRIPTED DEMO: the model answers are pre-recorded, no real Claude is called"
+REPOSITORY_NAME = "sample"
+ACTOR = "demo"
+MAX_STEPS = 20  # six phases take six steps; a loop back takes more
+CONSOLE = "http://127.0.0.1:8000"
+
+CALC = "def add(a, b):\n    return a + b\n"
+TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+README = "# sample\n\nA tiny calculator, the Codex demo's repository.\n"
+MUL = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+TEST_MUL = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+TITLE = "Add multiplication"
+DESCRIPTION = "As a user of calc, I want mul(a, b) next to add(a, b)."
+CRITERIA = "- mul(2, 3) == 6\n- add keeps working"
+SPEC = (
+    "# Feature: multiply\n\n## Overview\nA mul(a, b) function in calc.py.\n\n"
+    "## Acceptance Criteria\n- mul(2, 3) == 6\n- add keeps working\n"
+)
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Codex demo",
+    "GIT_AUTHOR_EMAIL": "demo@localhost",
+    "GIT_COMMITTER_NAME": "Codex demo",
+    "GIT_COMMITTER_EMAIL": "demo@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def script() -> list:
+    """The pre-recorded model answers, in the order the phases ask for them."""
+    from tests.model_stub import message, submit, tool_use
+
+    return [
+        # intake (product manager): look at the code, then write the spec
+        message("Looking at the code first.", tool_use("list_files", {})),
+        submit({"should_proceed": True, "needs_clarification": False, "spec_md": SPEC}),
+        # planning
+        submit(
+            {
+                "plan_md": "# Implementation Plan\n\nAdd mul to calc.py, test it.",
+                "tasks": [{"title": "Add mul with a test"}],
+                "analysis": {"files": ["calc.py"], "must_not_do": ["change add"]},
+            }
+        ),
+        # implementation (developer): two files, then the summary
+        message(
+            tool_use("write_file", {"path": "calc.py", "content": MUL}),
+            tool_use("write_file", {"path": "test_mul.py", "content": TEST_MUL}),
+        ),
+        submit(
+            {
+                "summary": "Added mul and its test.",
+                "commit_message": "Add mul",
+                "tasks_completed": 1,
+            }
+        ),
+        # verification (QA): the runner runs pytest for real before this
+        submit(
+            {
+                "acceptance_criteria": [
+                    {
+                        "criterion": "mul(2, 3) == 6",
+                        "met": True,
+                        "evidence": "test_mul",
+                    },
+                    {
+                        "criterion": "add keeps working",
+                        "met": True,
+                        "evidence": "test_add",
+                    },
+                ],
+                "recommendation": "approve",
+                "summary": "Both tests pass.",
+            }
+        ),
+        # review
+        submit(
+            {"assessment": "approve", "summary": "Small and clear.", "comments": []}
+        ),
+        # release
+        submit({"release_notes": "Adds calc.mul(a, b).", "merge": True}),
+    ]
+
+
+def create_bare_repository(root: Path) -> Path:
+    """<root>/sample.git afresh: main holds calc.py, its test and a README."""
+    bare = root / f"{REPOSITORY_NAME}.git"
+    if bare.exists():
+        shutil.rmtree(bare)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as seed_dir:
+        seed = Path(seed_dir)
+        (seed / "calc.py").write_text(CALC)
+        (seed / "test_calc.py").write_text(TEST_CALC)
+        (seed / "README.md").write_text(README)
+        git("init", "--quiet", "-b", "main", cwd=seed)
+        git("add", "--all", cwd=seed)
+        git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "seed", cwd=seed)
+        git("clone", "--quiet", "--bare", str(seed), str(bare), cwd=root)
+    return bare
+
+
+def register(bare: Path) -> Repository:
+    from codex.repositories.models import Repository
+
+    repository, _ = Repository.objects.get_or_create(url=f"file://{bare.absolute()}")
+    return repository
+
+
+def demo_settings(root: Path, stub_url: str) -> dict[str, Any]:
+    """What the demo overrides, in this process only."""
+    from django.conf import settings
+
+    return {
+        "CODEX_PHASE_RUNNER": "agents.phase_runner.AgentPhaseRunner",
+        "ANTHROPIC_BASE_URL": stub_url,
+        "CODEX_CREDENTIALS": {
+            **settings.CODEX_CREDENTIALS,
+            "claude": ["scripted-demo-key"],
+        },
+        "CODEX_WORKTREE_ROOT": str(root / "worktrees"),
+        "CODEX_MIRROR_ROOT": str(root / "mirrors"),
+        "CODEX_MODEL_MAX_RETRIES": 0,
+        "CODEX_RELEASE_REQUIRES_APPROVAL": False,
+        "CODEX_TEST_COMMAND": "python -B -m pytest -q -p no:cacheprovider",
+        "CODEX_TEST_COMMANDS": {},
+        # The QA phase's pytest: this venv's python (with pytest) comes first.
+        "CODEX_SANDBOX_PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.defpath}",
+    }
+
+
+@contextmanager
+def steps_driven_here():
+    """The demo runs the task's steps itself: the next-step jobs that
+    advance_task enqueues for a worker are dropped meanwhile (a worker from
+    `make run` would otherwise run a step without the scripted settings).
+    Every other job is enqueued as usual."""
+    from django_q import tasks as q_tasks
+
+    from codex.tasks.jobs import ADVANCE_JOB
+
+    original = q_tasks.async_task
+
+    def async_task(func, *args, **kwargs):
+        if func == ADVANCE_JOB:
+            return None
+        return original(func, *args, **kwargs)
+
+    with mock.patch.object(q_tasks, "async_task", async_task):
+        yield
+
+
+@dataclass
+class DemoResult:
+    task: Task
+    steps: list[str] = field(default_factory=list)
+    bare: Path | None = None
+    main_log: str = ""
+
+
+def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
+    """The whole demo; `out` prints a line. Returns the task and the steps."""
+    from codex.tasks.jobs import advance_task
+    from codex.tasks.models import CreatedBy, Status, Task
+    from tests.model_stub import ModelStub
+
+    root = root.absolute()
+    rule = "=" * len(BANNER)
+    out(rule)
+    out(BANNER)
+    out(rule)
+    bare = create_bare_repository(root)
+    for scratch in ("mirrors", "worktrees"):
+        shutil.rmtree(root / scratch, ignore_errors=True)
+    repository = register(bare)
+    out(f"Sample repository: {repository.url} (local forge, main = calc.py + test)")
+
+    with ModelStub(script()) as stub:
+        out(f"Scripted Messages API on {stub.url}")
+        with override_settings(**demo_settings(root, stub.url)), steps_driven_here():
+            task, _ = Task.objects.create_from_request(
+                repository=repository,
+                title=TITLE,
+                description=DESCRIPTION,
+                acceptance_criteria=CRITERIA,
+                created_by=CreatedBy.MANUAL,
+                actor=ACTOR,
+            )
+            out(f"Feature request {task.task_id}: {TITLE!r}")
+            result = DemoResult(task=task, bare=bare)
+            for _ in range(MAX_STEPS):
+                phase = Task.objects.get(pk=task.pk).phase
+                done = advance_task(task.task_id)
+                result.steps.append(done)
+                out(f"  step {len(result.steps)}: {phase:<15} -> {done}")
+                task.refresh_from_db()
+                if task.status not in (Status.PENDING, Status.IN_PROGRESS):
+                    break  # completed, or stopped: blocked, escalated, failed
+    result.main_log = git("log", "--format=%h %s", "main", cwd=bare) + git(
+        "show", "--stat", "--format=", "main", cwd=bare
+    )
+    report(result, out)
+    return result
+
+
+def report(result: DemoResult, out: Callable[[str], None]) -> None:
+    from codex.tasks.models import ReviewReport, VerificationReport
+
+    task = result.task
+    out("")
+    out(f"Task {task.task_id}: status {task.status}, phase {task.phase}")
+    if task.status != "completed":
+        out(f"  it stopped early: {getattr(task, 'blocked_reason', '') or '-'}")
+    out(f"  branch {task.branch}, pull request {task.pr_url or '-'}")
+    events = task.events.order_by("created_at", "id")
+    out(f"Phases ({events.count()} events; status and phase changes shown):")
+    for event in events.filter(kind__in=("created", "transition")):
+        change = f"{event.source} -> {event.target}" if event.source else event.target
+        out(f"  {event.field or 'status':<7} {change:<32} {event.reason}"[:120])
+    tools = list(task.events.filter(kind="tool").values_list("data__tool", flat=True))
+    out(f"Tool calls ({len(tools)}): {', '.join(str(t) for t in tools)}")
+    out("Artifacts:")
+    for artifact in task.artifacts.order_by("created_at", "id"):
+        first = (artifact.content.strip().splitlines() or [""])[0]
+        out(f"  {artifact.name:<18} {first[:80]}")
+    out("Reports:")
+    for verification in VerificationReport.objects.filter(task=task):
+        out(
+            f"  verification: {verification.recommendation}, tests "
+            f"{verification.tests_passed} passed / {verification.tests_failed} "
+            f"failed / {verification.tests_total} total"
+        )
+    for review in ReviewReport.objects.filter(task=task):
+        out(f"  review: {review.assessment}")
+    out(f"main in {result.bare}:")
+    for line in result.main_log.splitlines()[:10]:
+        out(f"  {line}")
+    out("See it in the console (make run, then log in):")
+    out(f"  {CONSOLE}/admin/tasks/task/{task.pk}/change/")
+    out(f"  {CONSOLE}/tasks/{task.task_id}/")

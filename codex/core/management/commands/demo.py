@@ -1,0 +1,37 @@
+"""`manage.py demo`: one feature request through all six phases against a
+scripted model on loopback (see agents/demo.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = (
+        "SCRIPTED DEMO: create a sample repository on the local forge and run one "
+        "feature request through all six phases against pre-recorded model "
+        "answers (no real Claude is called). Safe to run again: it resets the "
+        "sample repository and adds a new task."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--root",
+            type=Path,
+            default=None,
+            help="Where the demo keeps its files (default: CODEX_VAR_DIR/demo).",
+        )
+
+    def handle(self, *args, **options):
+        from agents.demo import run_demo
+
+        root = options["root"] or Path(settings.VAR_DIR) / "demo"
+        result = run_demo(root, out=self.stdout.write)
+        if result.task.status != "completed":
+            raise CommandError(
+                f"the demo task {result.task.task_id} ended {result.task.status}"
+            )
+        self.stdout.write(self.style.SUCCESS("Demo done: the change is merged."))

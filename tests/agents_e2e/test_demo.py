@@ -1,0 +1,52 @@
+"""`manage.py demo`: the scripted walk through all six phases, twice."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from agents.demo import BANNER, MUL, TEST_MUL
+from codex.repositories.models import Repository
+from codex.tasks.models import Task
+from tests.agents_e2e.conftest import git
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_demo(root) -> str:
+    out = StringIO()
+    call_command("demo", root=root, stdout=out)
+    return out.getvalue()
+
+
+def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path):
+    output = run_demo(tmp_path / "demo")
+
+    task = Task.objects.get()
+    assert task.status == "completed" and task.pr_merged
+    assert task.created_by == "manual"
+    assert task.events.get(kind="created").actor == "demo"
+    bare = tmp_path / "demo" / "sample.git"
+    assert Repository.objects.get().local_path == str(bare)
+    assert git("show", "main:calc.py", cwd=bare) == MUL
+    assert git("show", "main:test_mul.py", cwd=bare) == TEST_MUL
+    assert BANNER in output
+    for shown in (
+        task.task_id,
+        "spec.md",
+        "release-notes.md",
+        "verification: approve, tests 2 passed / 0 failed / 2 total",
+        f"/admin/tasks/task/{task.pk}/change/",
+        f"/tasks/{task.task_id}/",
+        "Demo done",
+    ):
+        assert shown in output
+
+    # Again: the sample repository is reset, a second task merges the same change.
+    run_demo(tmp_path / "demo")
+    assert Repository.objects.count() == 1
+    assert list(Task.objects.values_list("status", flat=True)) == ["completed"] * 2
+    assert git("show", "main:calc.py", cwd=bare) == MUL
+    assert len(git("log", "--format=%h", "main", cwd=bare).split()) == 2
