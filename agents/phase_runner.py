@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
 from agents.roles import Role, RoleContext, role_for
 from agents.roles.base import task_prompt
@@ -41,6 +42,7 @@ from agents.tools import Sandbox, ToolError, ToolRecord
 from codex.core.errors import ClassifiedFailure
 from codex.core.side_effects import perform_once
 from codex.repositories.forge import Forge, get_forge
+from codex.tasks.models import Learning
 from codex.tasks.runners import PhaseResult
 from integrations.anthropic.client import ModelNotConfigured, model_client
 from integrations.git import (
@@ -161,14 +163,29 @@ class AgentPhaseRunner:
             instructions=f"{extra}\n\n{role.instructions}".strip(),
         )
         feedback = latest_feedback(task) if role.phase == "implementation" else ""
+        learnings = [
+            f"({learning.type}) {learning.content}"
+            for learning in Learning.objects.for_prompt(repository)
+        ]
         outcome = run_agent(
             client,
-            system=system_blocks(role.system_prompt, feedback=feedback),
+            system=system_blocks(
+                role.system_prompt, learnings=learnings, feedback=feedback
+            ),
             prompt=prompt,
             result_schema=role.schema,
-            tools=sandbox.tools(),
+            tools=[*sandbox.tools(), *domain_tools(context)],
             on_tool=lambda record: self._record_tool(task, role, record),
         )
+        if context.extra.get(HUMAN_QUESTIONS):
+            # ask_question(to="human"): a person must answer before work goes on.
+            escalation = PhaseResult.escalate(
+                "the agent asked a person",
+                questions=list(context.extra[HUMAN_QUESTIONS]),
+                code="needs_clarification",
+            )
+            escalation.metrics = outcome.metrics.as_dict()
+            return escalation
         if not outcome.ok or outcome.result is None:
             return outcome.phase_result()
         submitted = outcome.result

@@ -91,10 +91,12 @@ def system_blocks(
     lessons = [item for item in lessons if item]
     if lessons:
         listed = "\n".join(f"- {item}" for item in lessons)
+        # Agents wrote these, perhaps steered by issue text: data, not orders.
         blocks.append(
             {
                 "type": "text",
-                "text": "Learnings from earlier work on this repository:\n" + listed,
+                "text": "Learnings from earlier work on this repository:\n"
+                + untrusted("repository learnings", listed),
             }
         )
     if feedback.strip():

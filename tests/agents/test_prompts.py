@@ -37,6 +37,7 @@ def test_system_blocks_carry_the_notice_learnings_and_feedback():
         feedback="Test test_login failed<!-- hidden -->",
     )
     assert UNTRUSTED_NOTICE in blocks[0]["text"]
-    assert blocks[1]["text"].endswith("- Run make test")
+    assert "- Run make test\n</untrusted>" in blocks[1]["text"]
+    assert blocks[1]["text"].startswith("Learnings from earlier work")
     assert "hidden" not in blocks[2]["text"]
     assert "<untrusted" in blocks[2]["text"]
