@@ -115,7 +115,7 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
     by = str(method_kwargs.get("by") or "unknown")
     instance.record(
         by=by,
-        reason=str(method_kwargs.get("reason") or _default_reason(instance, name)),
+        reason=str(method_kwargs.get("reason") or default_reason(instance, name)),
         field=instance.state_field,
         source=source,
         target=target,
@@ -124,7 +124,8 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
     instance.after_transition(name, by=by)
 
 
-def _default_reason(instance: LoggedStateModel, name: str) -> str:
+def default_reason(instance: object, name: str) -> str:
+    """The transition method's default `reason`, for events whose caller gave none."""
     default = inspect.signature(getattr(type(instance), name)).parameters.get("reason")
     if default is None or default.default is inspect.Parameter.empty:
         return name

@@ -164,7 +164,6 @@ class VersionedLeasedModel(models.Model):
                 extra |= {"lease_holder", "lease_expires_at"}
             kwargs["update_fields"] = set(update_fields) | extra
         self._expected_version = self.version
-        self._releasing = release_lease
         previous = (self.version, self.lease_holder, self.lease_expires_at)
         self.version += 1
         if release_lease:
@@ -177,7 +176,6 @@ class VersionedLeasedModel(models.Model):
             raise
         finally:
             del self._expected_version
-            self._releasing = False
         if release_lease:
             self._held_lease = None
         self._remember_loaded_state()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import secrets
 import string
@@ -17,6 +16,7 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
 
+from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
 from codex.core.queue import enqueue_on_commit
 from codex.events.models import Event, EventKind
@@ -875,20 +875,11 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
     instance.record(
         EventKind.TRANSITION,
         by=str(method_kwargs.get("by") or "unknown"),
-        reason=str(method_kwargs.get("reason") or _default_reason(instance, name)),
+        reason=str(method_kwargs.get("reason") or default_reason(instance, name)),
         field=field,
         source=source,
         target=target,
         data=data,
-    )
-
-
-def _default_reason(task: Task, name: str) -> str:
-    default = inspect.signature(getattr(Task, name)).parameters.get("reason")
-    return (
-        str(default.default)
-        if default and default.default is not inspect._empty
-        else name
     )
 
 
