@@ -366,18 +366,15 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     ) -> bool:
         """Operator transitions run like every other: under the lease, logged."""
         try:
-            if transition_name in ("pause", "cancel"):
-                _, deferred = obj.request_control(transition_name, by=operator(request))
-                if deferred:
-                    self.message_user(
-                        request,
-                        f"{obj}: a worker is in a step; {transition_name} will "
-                        "happen when that step ends.",
-                        messages.WARNING,
-                    )
-                    return True
-            else:
-                obj.perform(transition_name, by=operator(request), **(kwargs or {}))
+            _, deferred = obj.request_control(transition_name, by=operator(request))
+            if deferred:
+                self.message_user(
+                    request,
+                    f"{obj}: a worker is in a step; {transition_name} will "
+                    "happen when that step ends.",
+                    messages.WARNING,
+                )
+                return True
         except TransitionNotAllowed:
             self.message_user(
                 request, f"{transition_name!r} is not allowed now.", messages.ERROR

@@ -56,8 +56,6 @@ from codex.tasks.models import (
     Task,
 )
 
-# Actions that wait for a worker's step to end instead of failing on its lease.
-DEFERRABLE_ACTIONS = ("pause", "cancel")
 TASK_ACTIONS = ("pause", "resume", "cancel", "retry")
 
 
@@ -169,12 +167,10 @@ class TaskControl(ApiMixin, APIView):
         try:
             if self.action_name == "retry":
                 task, created = retry_task(task, by=by, reason=reason)
-            elif self.action_name in DEFERRABLE_ACTIONS:
+            else:
                 task, deferred = task.request_control(
                     self.action_name, by=by, reason=reason
                 )
-            else:
-                task = task.perform(self.action_name, by=by, reason=reason)
         except (TransitionNotAllowed, LeaseUnavailable, VersionConflict) as exc:
             raise domain_conflict(task, self.action_name, exc) from None
         if created:

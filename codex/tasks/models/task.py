@@ -757,17 +757,21 @@ class Task(VersionedLeasedModel):
     def request_control(
         self, action: str, *, by: str, reason: str = ""
     ) -> tuple[Task, bool]:
-        """Pause or cancel now, or, while a worker is in a step (it holds the
-        lease), at the end of that step. Returns (task, deferred).
+        """A person's action on the task (API, console, pages). Pause and cancel
+        happen now or, while a worker is in a step (it holds the lease), at the
+        end of that step; any other transition happens now or raises
+        LeaseUnavailable. Returns (task, deferred).
 
         Raises TransitionNotAllowed when the task's state does not allow it.
         """
         from codex.core.models import LeaseUnavailable
-        from codex.tasks.models.control import ControlRequest
+        from codex.tasks.models.control import ControlAction, ControlRequest
 
         try:
             return self.perform(action, by=by, reason=reason), False
         except LeaseUnavailable:
+            if action not in ControlAction.values:
+                raise
             if not can_proceed(getattr(self, action)):
                 raise TransitionNotAllowed(
                     f"a task that is {self.status} cannot {action}"
