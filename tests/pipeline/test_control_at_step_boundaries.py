@@ -151,7 +151,7 @@ def test_the_end_of_a_task_settles_its_issue_claim(status, claim_state, stopped)
     assert (run.status == "failed") is stopped
 
 
-def test_completing_and_failing_enqueue_the_settlement(
+def test_completing_enqueues_the_settlement(
     scripted_runner, django_capture_on_commit_callbacks, enqueued
 ):
     task = make_task()
