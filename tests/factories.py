@@ -34,11 +34,18 @@ def make_task(repository: Repository | None = None, **fields) -> Task:
     return task
 
 
-def make_user(username: str | None = None, **fields):
+def make_user(username: str | None = None, *, role: str | None = None, **fields):
+    """A console user; `role` "team" or "integrator" puts them in that group
+    (codex.accounts.permissions: no group at all means integrator)."""
+    from django.contrib.auth.models import Group
+
     username = username or f"user{next(_counter)}"
-    return get_user_model().objects.create_user(
+    user = get_user_model().objects.create_user(
         username=username, password="pw-12345!", **fields
     )
+    if role is not None:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
 
 
 def make_token(user=None) -> tuple[ApiToken, str]:

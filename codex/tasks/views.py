@@ -32,6 +32,8 @@ from django_fsm import TransitionNotAllowed
 from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
 
+from codex.accounts.decorators import roles_required
+from codex.accounts.permissions import OPERATOR, TEAM
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
@@ -188,14 +190,14 @@ def _render_inbox(
     )
 
 
-@login_required
+@roles_required(OPERATOR, TEAM)
 @require_safe
 def inbox(request: HttpRequest) -> HttpResponse:
     """Open escalations, newest first, each with its answer form."""
     return _render_inbox(request)
 
 
-@login_required
+@roles_required(OPERATOR, TEAM)
 @require_POST
 def resolve(request: HttpRequest, pk: int) -> HttpResponse:
     """Record a person's answer to an escalation; the task resumes, fails or is

@@ -119,7 +119,7 @@ def screenshot(page, name: str) -> Path:
 
 @pytest.fixture
 def member(transactional_db):
-    return make_user("carol")
+    return make_user("carol", role="team")
 
 
 @pytest.fixture

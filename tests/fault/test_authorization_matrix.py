@@ -8,7 +8,9 @@ may use it. The rules (codex.accounts.permissions and issue 7):
 - /api/*: 401 without credentials, 403 for a role the view's permission class
   does not list, anything else for one it does (the OpenAPI schema and its
   Swagger UI are public by design: codex/tasks/api/schema.py);
-- team pages: a signed-in person of any role, else the login redirect;
+- team pages: the login redirect for anonymous browsers; the escalation inbox
+  and its answer form for the team and operators (403 for integrators, as in
+  the API), every other page for any signed-in role;
 - the admin: operators (staff) only, everyone else the admin login redirect;
 - the GitHub webhook: the signature only; no session or role grants anything;
 - /healthz and Django's sign-in pages: open.
@@ -71,15 +73,15 @@ API = {
 PUBLIC_API = {"api/schema/", "api/docs/"}
 OPEN = {"healthz"}
 WEBHOOKS = {"api/webhooks/github/"}
-# Team pages (login required, any role): pattern → method to try.
+# Team pages (login required): pattern → (method to try, roles allowed).
 PAGES = {
-    "": "get",
-    "dashboard/": "get",
-    "tasks/new/": "get",
-    "tasks/<str:task_id>/": "get",
-    "tasks/<str:task_id>/fragment/": "get",
-    "inbox/": "get",
-    "inbox/<int:pk>/resolve/": "post",
+    "": ("get", ALL),
+    "dashboard/": ("get", ALL),
+    "tasks/new/": ("get", ALL),
+    "tasks/<str:task_id>/": ("get", ALL),
+    "tasks/<str:task_id>/fragment/": ("get", ALL),
+    "inbox/": ("get", STAFF),
+    "inbox/<int:pk>/resolve/": ("post", STAFF),
 }
 # Django's sign-in pages: open, except changing one's password (login).
 AUTH_OPEN = {
@@ -323,8 +325,8 @@ def test_a_browser_session_does_not_bypass_api_roles(world, session_clients):
     assert session_clients["team"].get("/api/escalations/").status_code == 200
 
 
-def test_team_pages_need_a_signed_in_person(world, session_clients, role_users):
-    for pattern, method in PAGES.items():
+def test_team_pages_follow_the_api_roles(world, session_clients, role_users):
+    for pattern, (method, allowed) in PAGES.items():
         url = concrete(pattern, world, role_users["operator"].pk)
         response = getattr(session_clients[None], method)(url)
         if pattern == "":
@@ -335,8 +337,12 @@ def test_team_pages_need_a_signed_in_person(world, session_clients, role_users):
         for role in ("team", "integrator", "operator"):
             response = getattr(session_clients[role], method)(url)
             assert not _is_login_redirect(response, "/accounts/login/"), (role, url)
-            assert response.status_code not in (401, 403), (role, url)
-            assert response.status_code < 500, (role, url)
+            if role in allowed:
+                assert response.status_code not in (401, 403), (role, url)
+                assert response.status_code < 500, (role, url)
+            else:
+                assert response.status_code == 403, (role, url)
+                assert b"Not for your role" in response.content, (role, url)
 
 
 def test_sign_in_pages(world, session_clients, role_users):

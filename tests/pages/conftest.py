@@ -9,7 +9,7 @@ from tests.factories import make_user
 
 @pytest.fixture
 def member(db):
-    return make_user("bob")
+    return make_user("bob", role="team")
 
 
 @pytest.fixture
