@@ -262,7 +262,7 @@ class VersionedLeasedModel(models.Model):
         allowed = lease_is_free(now)
         if self.held_lease:
             allowed |= Q(lease_holder=self.held_lease)
-        filtered = base_qs.filter(pk=pk_val, version=expected).filter(allowed)
+        filtered = base_qs.filter(allowed, pk=pk_val, version=expected)
         if filtered._update(values) > 0:
             return True
         self._raise_write_refused(expected, now)
