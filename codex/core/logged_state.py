@@ -9,6 +9,7 @@ entry point for workers, webhooks and the admin.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -126,7 +127,13 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
 
 def default_reason(instance: object, name: str) -> str:
     """The transition method's default `reason`, for events whose caller gave none."""
-    default = inspect.signature(getattr(type(instance), name)).parameters.get("reason")
+    return _default_reason(type(instance), name)
+
+
+@functools.cache
+def _default_reason(cls: type, name: str) -> str:
+    # inspect.signature is slow and the answer never changes: once per method.
+    default = inspect.signature(getattr(cls, name)).parameters.get("reason")
     if default is None or default.default is inspect.Parameter.empty:
         return name
     return str(default.default)

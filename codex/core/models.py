@@ -12,15 +12,18 @@ processes and machines, not only between threads.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django_fsm import TransitionNotAllowed
 
 
 class VersionConflict(Exception):
@@ -58,6 +61,21 @@ class LeaseRequired(Exception):
     code = "lease_required"
 
 
+# Values that cannot change in place: the same object means the same value.
+IMMUTABLE_VALUE_TYPES = (
+    str,
+    int,
+    float,
+    bool,
+    type(None),
+    date,
+    timedelta,
+    Decimal,
+    uuid.UUID,
+    bytes,
+)
+
+
 def lease_is_free(now: datetime) -> Q:
     """Rows whose lease nobody holds or whose holder let it expire."""
     return Q(lease_holder__isnull=True) | Q(lease_expires_at__lte=now)
@@ -83,6 +101,9 @@ class VersionedLeasedModel(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     lease_guarded_fields: tuple[str, ...] = ()
+    # When True, a save without update_fields writes only the columns that may
+    # have changed since the row was read (see fields_to_write), not all of them.
+    write_changed_fields_only: bool = False
 
     class Meta:
         abstract = True
@@ -96,12 +117,61 @@ class VersionedLeasedModel(models.Model):
         return instance
 
     def _remember_loaded_state(self) -> None:
+        values = self.__dict__
+        if self.write_changed_fields_only:
+            # Every column, by reference (cheap): fields_to_write compares them.
+            self._loaded_values = {
+                name: values[name]
+                for name in self._concrete_attnames()
+                if name in values
+            }
+            for name in self._tracked_field_names():
+                self._loaded_values.setdefault(name, None)
+            return
         self._loaded_values = {
-            name: self.__dict__.get(name) for name in self._tracked_field_names()
+            name: values.get(name) for name in self._tracked_field_names()
         }
+
+    @classmethod
+    def _concrete_attnames(cls) -> tuple[str, ...]:
+        names = cls.__dict__.get("_concrete_attnames_cache")
+        if names is None:
+            names = tuple(f.attname for f in cls._meta.concrete_fields)
+            cls._concrete_attnames_cache = names
+        return names
 
     def _tracked_field_names(self) -> tuple[str, ...]:
         return self.lease_guarded_fields
+
+    def fields_to_write(self) -> list[str] | None:
+        """The columns a save must write: all loaded ones except those still
+        holding the very immutable object they were read with. Mutable values
+        (JSON dicts and lists) are always written: they may have been changed
+        in place. None when the load is not known (write everything).
+
+        Leaving the rest out is safe because the save checks the version: no
+        one else wrote the row since it was read (the lease heartbeat, which
+        writes without a version, only moves lease_expires_at, which this
+        leaves alone unless it was changed here).
+        """
+        loaded = getattr(self, "_loaded_values", None)
+        if loaded is None:
+            return None
+        values = self.__dict__
+        names = []
+        for field in self._meta.concrete_fields:
+            name = field.attname
+            if field.primary_key or name not in values:
+                continue  # deferred fields are not written either way
+            value = values[name]
+            if (
+                name in loaded
+                and value is loaded[name]
+                and isinstance(value, IMMUTABLE_VALUE_TYPES)
+            ):
+                continue
+            names.append(name)
+        return names
 
     def changed_fields(self) -> set[str]:
         """Tracked fields whose value differs from what was loaded."""
@@ -158,6 +228,8 @@ class VersionedLeasedModel(models.Model):
                 f"{self._meta.verbose_name} {self} requires holding its lease"
             )
         update_fields = kwargs.get("update_fields")
+        if update_fields is None and self.write_changed_fields_only and not args:
+            update_fields = self.fields_to_write()
         if update_fields is not None:
             extra = {"version", "updated_at"}
             if release_lease:
@@ -190,7 +262,7 @@ class VersionedLeasedModel(models.Model):
         allowed = lease_is_free(now)
         if self.held_lease:
             allowed |= Q(lease_holder=self.held_lease)
-        filtered = base_qs.filter(pk=pk_val, version=expected).filter(allowed)
+        filtered = base_qs.filter(allowed, pk=pk_val, version=expected)
         if filtered._update(values) > 0:
             return True
         self._raise_write_refused(expected, now)
@@ -284,6 +356,105 @@ class VersionedLeasedModel(models.Model):
                     raise LeaseUnavailable(
                         self, self.lease_holder, self.lease_expires_at
                     )
+
+    def change_and_save(
+        self,
+        holder: str,
+        change: Callable[[], Any],
+        *,
+        lease_attempts: int = 1,
+        backoff_seconds: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Run `change()` (a transition) as `holder` and save it in one UPDATE.
+
+        A caller that already holds the lease as `holder` changes and saves
+        under it, and keeps it (it releases it when its step ends). Otherwise
+        the lease is momentary: the UPDATE that writes the change also checks,
+        in its WHERE clause, the version read and that the lease is free,
+        expired or `holder`'s, and leaves the row without a lease. That is what
+        acquire, save and release did in three writes, in one; the version
+        rises by one.
+
+        A live lease of someone else is waited for like `acquire_lease` does
+        (`lease_attempts`, `backoff_seconds`) and then raises LeaseUnavailable.
+        A version that moved on between the read and the write is re-read once
+        and reported as VersionConflict (two people acting on what they saw:
+        the first one wins). A change refused by the copy's state
+        (TransitionNotAllowed) is judged once more on the current row when the
+        copy turns out to be old, as taking the lease first used to re-read
+        it. After a refusal the object holds the row as it is now.
+        """
+        if self.held_lease == holder:
+            change()
+            self.save()
+            return
+        if backoff_seconds is None:
+            backoff_seconds = settings.CODEX_LEASE_RETRY_BACKOFF_SECONDS
+        # As in _reread_before_lease: state changed before the call cannot be
+        # carried over onto a row that moved on.
+        unsaved = bool(self.changed_fields() & set(self.lease_guarded_fields))
+        waits = 0
+        fresh = False  # whether the object was just read from the row
+        while True:
+            if self.lease_is_active and self.lease_holder != holder:
+                if not fresh:  # the copy may be old: is the lease still there?
+                    self.refresh_from_db()
+                    fresh = True
+                    continue
+                waits += 1
+                if waits >= lease_attempts:
+                    raise LeaseUnavailable(
+                        self, self.lease_holder, self.lease_expires_at
+                    )
+                sleep(backoff_seconds)
+                self.refresh_from_db()
+                continue
+            expected = self.version
+            try:
+                self._change_and_save_once(holder, change)
+                return
+            except TransitionNotAllowed:
+                # Judged on the copy we were given, which may be old: taking
+                # the lease used to re-read it, so judge the current row once.
+                if fresh:
+                    raise
+                self.refresh_from_db()
+                fresh = True
+                if self.version == expected:
+                    raise
+                if unsaved:
+                    raise VersionConflict(self, expected) from None
+            except (VersionConflict, LeaseUnavailable):
+                # Nothing was written. Drop the half-applied change and show the
+                # caller the row as it is now, then report why: a lease taken
+                # meanwhile is waited for above; otherwise someone else changed
+                # the row between our read and our write, and their change wins.
+                self.refresh_from_db()
+                fresh = True
+                if self.lease_is_active and self.lease_holder != holder:
+                    continue
+                raise VersionConflict(self, expected) from None
+
+    def _change_and_save_once(self, holder: str, change: Callable[[], Any]) -> None:
+        """One attempt of change_and_save under a momentary lease."""
+        previous_holder = self.lease_holder
+        took_over = previous_holder not in (None, holder)  # and expired: see above
+        held = self.held_lease
+        self._held_lease = holder  # for the guards and the save's WHERE clause
+        try:
+            change()
+            if not took_over:
+                self.save(release_lease=True)
+                return
+            # Rare: the row carries a dead worker's lease. Its takeover is
+            # logged in the same transaction as the write that clears it.
+            with transaction.atomic():
+                self.save(release_lease=True)
+                self.on_lease_taken_over(previous_holder, holder)
+        except BaseException:
+            self._held_lease = held
+            raise
 
     def _reread_before_lease(self) -> None:
         """The row moved on: read all of it, so that what the lease holder does

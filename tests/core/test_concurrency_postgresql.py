@@ -210,6 +210,130 @@ def test_two_people_resolving_one_escalation_only_one_wins():
     assert event.target == target
 
 
+def test_the_single_update_refuses_while_another_holders_lease_is_live():
+    """perform's one UPDATE (momentary lease) on a copy read before a worker
+    took the lease: the WHERE clause refuses it while the worker holds it, and
+    the worker still transitions under its lease."""
+
+    from codex.core.models import LeaseUnavailable
+    from codex.tasks.models import Task
+
+    task = in_progress_task()
+    leased = threading.Event()
+    refused = threading.Event()
+
+    def worker(barrier):
+        mine = Task.objects.get(pk=task.pk)
+        barrier.wait()
+        mine.acquire_lease("worker:a", attempts=1)
+        leased.set()
+        assert refused.wait(BARRIER_TIMEOUT)
+        mine.perform("pause", by="worker:a")  # the holder's own transition
+        mine.release_lease()
+        return "paused"
+
+    def person(barrier):
+        mine = Task.objects.get(pk=task.pk)  # reads a free lease
+        barrier.wait()
+        assert leased.wait(BARRIER_TIMEOUT)
+        try:
+            mine.perform("cancel", by="user:bob")
+        finally:
+            refused.set()
+        return "cancelled"
+
+    results = run_together([worker, person])
+
+    assert results[0] == ("ok", "paused"), results
+    status, error = results[1]
+    assert status == "error" and isinstance(error, LeaseUnavailable), results
+    assert error.holder == "worker:a"
+    row = Task.objects.filter(pk=task.pk).values("status", "lease_holder")[0]
+    assert row == {"status": "paused", "lease_holder": None}
+    assert [e.target for e in status_transitions_from(task, "in_progress")] == [
+        "paused"
+    ]
+
+
+def test_racing_single_updates_from_one_version_apply_once():
+    """Eight people pause the same task from copies of the same version: each
+    sends one conditional UPDATE; the version check lets exactly one through,
+    the others are told (conflict, or not allowed once re-read)."""
+    from django_fsm import TransitionNotAllowed
+
+    from codex.core.models import LeaseUnavailable, VersionConflict
+    from codex.tasks.models import Task
+
+    task = in_progress_task()
+
+    def pause(index: int):
+        def run(barrier):
+            mine = Task.objects.get(pk=task.pk)
+            barrier.wait()
+            mine.perform("pause", by=f"user:{index}")
+            return index
+
+        return run
+
+    results = run_together([pause(index) for index in range(8)])
+
+    wins, errors = split(results)
+    assert len(wins) == 1, results
+    assert all(
+        isinstance(e, VersionConflict | TransitionNotAllowed | LeaseUnavailable)
+        for e in errors
+    ), errors
+    row = Task.objects.filter(pk=task.pk).values("status", "version")[0]
+    assert row == {"status": "paused", "version": task.version + 1}
+    [event] = status_transitions_from(task, "in_progress")
+    assert event.actor == f"user:{wins[0]}"
+
+
+def test_a_concurrent_version_bump_is_detected_by_the_single_update():
+    """A write that lands between a person's read and their transition makes
+    the transition's UPDATE match no row: reported as a version conflict,
+    nothing written, the copy re-read."""
+
+    from codex.core.models import VersionConflict
+    from codex.tasks.models import Task
+
+    task = in_progress_task()
+    read = threading.Event()
+    written = threading.Event()
+
+    def other_writer(barrier):
+        mine = Task.objects.get(pk=task.pk)
+        barrier.wait()
+        assert read.wait(BARRIER_TIMEOUT)
+        mine.branch = "feat/other"
+        mine.save()
+        written.set()
+        return mine.version
+
+    def person(barrier):
+        mine = Task.objects.get(pk=task.pk)
+        read.set()
+        barrier.wait()
+        assert written.wait(BARRIER_TIMEOUT)
+        try:
+            mine.perform("pause", by="user:bob")
+        except VersionConflict as exc:
+            return ("conflict", exc.expected, mine.version, mine.branch)
+        return ("applied",)
+
+    results = run_together([other_writer, person])
+
+    [(_, other_version), (_, outcome)] = results
+    assert outcome == ("conflict", task.version, other_version, "feat/other")
+    row = Task.objects.filter(pk=task.pk).values("status", "version", "branch")[0]
+    assert row == {
+        "status": "in_progress",
+        "version": other_version,
+        "branch": "feat/other",
+    }
+    assert not status_transitions_from(task, "in_progress").exists()
+
+
 # -- separate processes ---------------------------------------------------------
 
 

@@ -64,13 +64,14 @@ class TestVersionBumps:
         Task.objects.get(pk=task.pk).break_lease(by="operator:alice")
         assert db_row(task)["version"] == 6
 
-    def test_a_transition_under_perform_costs_two_versions(self):
-        # acquire (+1) and the save that releases the lease (+1).
+    def test_a_transition_under_perform_costs_one_version(self):
+        # One UPDATE takes the lease for its own length, writes the transition
+        # and leaves the row without a lease: one write, one version.
         task = put_in_state(make_task(), status="in_progress", phase="planning")
         before = task.version
         task.perform("pause", by="user:alice")
         row = db_row(task)
-        assert row["version"] == before + 2 == task.version
+        assert row["version"] == before + 1 == task.version
         assert (row["status"], row["lease_holder"]) == ("paused", None)
 
 

@@ -51,8 +51,14 @@ def backoff_elapsed(task: Task) -> bool:
 
 
 def escalation_resolved_for_resume(task: Task) -> bool:
-    """escalated → in_progress: a resolution was provided and not yet consumed."""
-    return task.open_escalation_for_resume is not None
+    """escalated → in_progress: a resolution was provided and not yet consumed.
+
+    Kept on the task for the `resolve` body, which django-fsm runs right after
+    its guards: one query per resolve instead of two.
+    """
+    escalation = task.open_escalation_for_resume
+    task.__dict__["_escalation_for_resume"] = escalation
+    return escalation is not None
 
 
 def phase_is_release(task: Task) -> bool:

@@ -283,6 +283,7 @@ class Task(VersionedLeasedModel):
     objects = TaskQuerySet.as_manager()
 
     lease_guarded_fields = ("status", "phase")
+    write_changed_fields_only = True
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -327,14 +328,18 @@ class Task(VersionedLeasedModel):
             )
         pending = getattr(self, "_pending_events", [])
         after_save = getattr(self, "_after_save", [])
-        with transaction.atomic():
-            super().save(*args, **kwargs)
-            if pending:
-                Event.objects.bulk_create(pending)
-            for callback in after_save:
-                callback()
-        self._pending_events = []
-        self._after_save = []
+        try:
+            with transaction.atomic():
+                super().save(*args, **kwargs)
+                if pending:
+                    Event.objects.bulk_create(pending)
+                for callback in after_save:
+                    callback()
+        finally:
+            # Written, or rolled back with the refused write: either way they
+            # belong to this attempt, not to the next save after a re-read.
+            self._pending_events = []
+            self._after_save = []
 
     def check_replay(self, fingerprint: str) -> Task:
         """Return self when `fingerprint` is the request that created it."""
@@ -455,7 +460,10 @@ class Task(VersionedLeasedModel):
     )
     def resolve(self, *, by: str, reason: str = "escalation resolved") -> None:
         """A person resolved the escalation: consume the resolution and go on."""
-        escalation = self.open_escalation_for_resume
+        # The guard just looked it up: use that row rather than query again.
+        escalation = self.__dict__.pop("_escalation_for_resume", None)
+        if escalation is None:
+            escalation = self.open_escalation_for_resume
         escalation.consumed_at = timezone.now()
         self.on_save(lambda: escalation.save(update_fields=["consumed_at"]))
 
@@ -733,23 +741,24 @@ class Task(VersionedLeasedModel):
         lease_attempts: int = 1,
         **arguments: Any,
     ) -> Task:
-        """Run transition `action` under the lease and save it; the entry point
-        for the API, the admin and the pages. Enqueues the next step when the
-        task is back in progress. Raises TransitionNotAllowed, LeaseUnavailable
-        or VersionConflict with a reason.
+        """Run transition `action` as `by` and save it with its event; the entry
+        point for the API, the admin and the pages. Enqueues the next step when
+        the task is back in progress. Raises TransitionNotAllowed,
+        LeaseUnavailable or VersionConflict with a reason; nothing is written
+        then.
+
+        Unless the caller holds the lease, the transition takes it only for the
+        one UPDATE that writes it (see VersionedLeasedModel.change_and_save):
+        one version, one write, one transaction with the event.
         """
         method = getattr(self, action, None)
         if method is None or not hasattr(method, "_django_fsm"):
             raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
         if reason:
             arguments["reason"] = reason
-        self.acquire_lease(by, attempts=lease_attempts)
-        try:
-            method(by=by, **arguments)
-            self.save(release_lease=True)
-        finally:
-            if self.held_lease:
-                self.release_lease()
+        self.change_and_save(
+            by, lambda: method(by=by, **arguments), lease_attempts=lease_attempts
+        )
         if self.status == Status.IN_PROGRESS:
             enqueue_on_commit(ADVANCE_JOB, self.task_id)
         return self
