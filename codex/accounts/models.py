@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 KEY_PREFIX_LENGTH = 8
@@ -25,6 +28,39 @@ def hash_key(key: str) -> str:
 class ApiTokenQuerySet(models.QuerySet):
     def active(self) -> ApiTokenQuerySet:
         return self.filter(revoked_at__isnull=True)
+
+    def authenticate(
+        self, key: str, role_groups: Iterable[str] = ()
+    ) -> ApiToken | None:
+        """The active token whose key is `key`, with its user, or None.
+
+        One query for every API request: the token, its user and which of
+        `role_groups` the user is in (`token.user_role_groups`), so permission
+        checks need no group query of their own.
+        """
+        names = list(role_groups)
+        in_group = {
+            f"_in_group_{index}": Exists(
+                Group.objects.filter(user=OuterRef("user_id"), name=name)
+            )
+            for index, name in enumerate(names)
+        }
+        # key_hash is unique: no ORDER BY (first() would add one).
+        matches = (
+            self.active()
+            .select_related("user")
+            .annotate(**in_group)
+            .filter(key_hash=hash_key(key))
+            .order_by()[:1]
+        )
+        token = next(iter(matches), None)
+        if token is not None:
+            token.user_role_groups = frozenset(
+                name
+                for index, name in enumerate(names)
+                if getattr(token, f"_in_group_{index}")
+            )
+        return token
 
 
 class ApiToken(models.Model):
