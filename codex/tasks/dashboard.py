@@ -14,10 +14,10 @@ Definitions (shown on the page too):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -90,19 +90,34 @@ class Dashboard:
 
 
 def build(today: date | None = None) -> Dashboard:
-    """Everything the dashboard shows, in six queries."""
+    """Everything the dashboard shows, in five queries, each served by an index
+    or a single pass (indexes in tasks migration 0006; EXPLAIN notes in
+    bench/lists.py)."""
     today = today or timezone.localdate()
     board = Dashboard()
 
-    # 1. Status and phase in one GROUP BY; phase only counts for active tasks.
+    # 1. Status, phase, merges and cycles in one GROUP BY: an index-only scan
+    # of task_dashboard. Phase only counts for active tasks.
     status_counts: dict[str, int] = {}
     phase_counts: dict[str, int] = {}
+    completed_cycles = 0
     for row in (
-        Task.objects.order_by().values("status", "phase").annotate(n=Count("id"))
+        Task.objects.order_by()
+        .values("status", "phase", "pr_merged")
+        .annotate(
+            # COUNT(*), not COUNT(id): id is not in the index.
+            n=Count("*"),
+            cycles=Sum(F("verification_cycles") + F("review_cycles")),
+        )
     ):
-        status_counts[row["status"]] = status_counts.get(row["status"], 0) + row["n"]
-        if row["status"] not in TERMINAL_STATUSES:
-            phase_counts[row["phase"]] = phase_counts.get(row["phase"], 0) + row["n"]
+        status, n = row["status"], row["n"]
+        status_counts[status] = status_counts.get(status, 0) + n
+        if status not in TERMINAL_STATUSES:
+            phase_counts[row["phase"]] = phase_counts.get(row["phase"], 0) + n
+        if status == Status.COMPLETED:
+            completed_cycles += row["cycles"] or 0
+        if row["pr_merged"]:
+            board.merged_pull_requests += n
     board.by_status = bars(status_counts, list(Status.choices))
     board.by_phase = bars(phase_counts, list(Phase.choices))
     board.total_tasks = sum(status_counts.values())
@@ -110,36 +125,28 @@ def build(today: date | None = None) -> Dashboard:
     board.active_tasks = board.total_tasks - board.finished_tasks
     board.completed_tasks = status_counts.get(Status.COMPLETED, 0)
     board.success_rate = percent(board.completed_tasks, board.finished_tasks)
+    if board.completed_tasks:
+        board.average_cycles_to_green = completed_cycles / board.completed_tasks
 
-    # 2. Escalations, cycles and merges in one pass over the tasks.
-    totals = Task.objects.aggregate(
-        escalated=Count(
-            "id", filter=Q(Exists(Escalation.objects.filter(task=OuterRef("pk"))))
-        ),
-        cycles=Avg(
-            F("verification_cycles") + F("review_cycles"),
-            filter=Q(status=Status.COMPLETED),
-        ),
-        merged=Count("id", filter=Q(pr_merged=True)),
-    )
-    board.escalated_tasks = totals["escalated"]
+    # 2. Tasks escalated at least once, counted in the (small) escalation table
+    # rather than probed once per task.
+    board.escalated_tasks = Escalation.objects.values("task").distinct().count()
     board.escalation_rate = percent(board.escalated_tasks, board.total_tasks)
-    board.average_cycles_to_green = (
-        float(totals["cycles"]) if totals["cycles"] is not None else None
-    )
-    board.merged_pull_requests = totals["merged"]
 
     # 3. Throughput: completions per day over the window, days without any too.
+    # A range on finished_at itself (not on its date) so task_completed_finished
+    # serves it.
     first_day = today - timedelta(days=THROUGHPUT_DAYS - 1)
+    window_start = timezone.make_aware(datetime.combine(first_day, time.min))
     per_day = {
         row["day"]: row["n"]
         for row in Task.objects.filter(
-            status=Status.COMPLETED, finished_at__date__gte=first_day
+            status=Status.COMPLETED, finished_at__gte=window_start
         )
         .annotate(day=TruncDate("finished_at"))
         .order_by()
         .values("day")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))
     }
     days = [first_day + timedelta(days=offset) for offset in range(THROUGHPUT_DAYS)]
     board.throughput = bars(
@@ -148,30 +155,33 @@ def build(today: date | None = None) -> Dashboard:
     )
     board.completed_in_window = sum(bar.value for bar in board.throughput)
 
-    # 4. Cost, overall and for the tasks whose pull request was merged.
-    cost = AgentRun.objects.aggregate(
-        total=Sum("cost_usd"),
-        merged=Sum("cost_usd", filter=Q(task__pr_merged=True)),
-        runs=Count("id"),
-    )
-    board.total_cost = cost["total"] or Decimal(0)
-    board.merged_cost = cost["merged"] or Decimal(0)
-    board.total_runs = cost["runs"]
+    # 4. Agent runs in one pass: health (computed in SQL by the run queryset),
+    # spend, and the spend on tasks whose pull request was merged (a hashed
+    # IN over task_merged instead of a join with the whole task table).
+    merged_tasks = Task.objects.filter(pr_merged=True).values("id")
+    health_counts: dict[str, int] = {}
+    total_cost = merged_cost = Decimal(0)
+    for row in (
+        AgentRun.objects.with_health()
+        .order_by()
+        .values("health")
+        .annotate(
+            n=Count("id"),
+            cost=Sum("cost_usd"),
+            merged=Sum("cost_usd", filter=Q(task_id__in=merged_tasks)),
+        )
+    ):
+        health_counts[row["health"]] = row["n"]
+        total_cost += row["cost"] or 0
+        merged_cost += row["merged"] or 0
+    board.health = bars(health_counts, list(HealthStatus.choices))
+    board.total_runs = sum(health_counts.values())
+    board.total_cost, board.merged_cost = total_cost, merged_cost
     if board.merged_pull_requests:
         board.cost_per_merged_pr = board.merged_cost / board.merged_pull_requests
         board.spend_per_merged_pr = board.total_cost / board.merged_pull_requests
 
-    # 5. Agent health, computed in SQL by the run queryset.
-    health_counts = {
-        row["health"]: row["n"]
-        for row in AgentRun.objects.with_health()
-        .order_by()
-        .values("health")
-        .annotate(n=Count("id"))
-    }
-    board.health = bars(health_counts, list(HealthStatus.choices))
-
-    # 6. The latest tasks, to reach their pages.
+    # 5. The latest tasks, to reach their pages.
     board.recent_tasks = list(
         Task.objects.select_related("repository").order_by("-created_at", "-id")[
             :RECENT_TASKS
