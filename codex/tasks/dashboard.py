@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
+from django.core.cache import cache
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -33,6 +34,11 @@ from codex.tasks.models import (
 
 THROUGHPUT_DAYS = 14
 RECENT_TASKS = 10
+# The agent-run totals read every run ever (200k runs: most of the page's time
+# when computed each time); they move by a fraction of a percent a minute, so
+# the page shows a snapshot this old at most, and says when it was taken.
+RUN_TOTALS_SECONDS = 60
+RUN_TOTALS_CACHE_KEY = "codex:dashboard:run-totals:1"
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,52 @@ def percent(part: int | Decimal, whole: int | Decimal) -> float | None:
     return 100 * float(part) / float(whole) if whole else None
 
 
+@dataclass(frozen=True)
+class RunTotals:
+    """Agent runs by health, and their spend (all, and on merged tasks)."""
+
+    health: dict[str, int]
+    total_cost: Decimal
+    merged_cost: Decimal
+    as_of: datetime
+
+
+def run_totals(*, fresh: bool = False) -> RunTotals:
+    """The agent-run totals: from the cache (Redis when configured, so shared
+    by every web process) if at most RUN_TOTALS_SECONDS old, else computed in
+    one pass over the runs and cached. `fresh` skips the cache."""
+    if not fresh:
+        cached = cache.get(RUN_TOTALS_CACHE_KEY)
+        if isinstance(cached, RunTotals):
+            return cached
+    # Health is computed in SQL by the run queryset; the merged tasks are a
+    # hashed IN over the task_merged index rather than a join with every task.
+    merged_tasks = Task.objects.filter(pr_merged=True).values("id")
+    health: dict[str, int] = {}
+    total_cost = merged_cost = Decimal(0)
+    for row in (
+        AgentRun.objects.with_health()
+        .order_by()
+        .values("health")
+        .annotate(
+            n=Count("id"),
+            cost=Sum("cost_usd"),
+            merged=Sum("cost_usd", filter=Q(task_id__in=merged_tasks)),
+        )
+    ):
+        health[row["health"]] = row["n"]
+        total_cost += row["cost"] or 0
+        merged_cost += row["merged"] or 0
+    totals = RunTotals(health, total_cost, merged_cost, timezone.now())
+    cache.set(RUN_TOTALS_CACHE_KEY, totals, RUN_TOTALS_SECONDS)
+    return totals
+
+
+def forget_run_totals() -> None:
+    """Drop the cached snapshot (tests, and after importing runs in bulk)."""
+    cache.delete(RUN_TOTALS_CACHE_KEY)
+
+
 @dataclass
 class Dashboard:
     by_status: list[Bar] = field(default_factory=list)
@@ -86,13 +138,14 @@ class Dashboard:
     cost_per_merged_pr: Decimal | None = None
     spend_per_merged_pr: Decimal | None = None
     total_runs: int = 0
+    runs_as_of: datetime | None = None
     recent_tasks: list[Task] = field(default_factory=list)
 
 
 def build(today: date | None = None) -> Dashboard:
-    """Everything the dashboard shows, in five queries, each served by an index
-    or a single pass (indexes in tasks migration 0006; EXPLAIN notes in
-    bench/lists.py)."""
+    """Everything the dashboard shows: four queries, each served by an index
+    (tasks migration 0006; EXPLAIN notes in bench/lists.py), and the agent-run
+    totals, a fifth query at most once a minute."""
     today = today or timezone.localdate()
     board = Dashboard()
 
@@ -155,28 +208,13 @@ def build(today: date | None = None) -> Dashboard:
     )
     board.completed_in_window = sum(bar.value for bar in board.throughput)
 
-    # 4. Agent runs in one pass: health (computed in SQL by the run queryset),
-    # spend, and the spend on tasks whose pull request was merged (a hashed
-    # IN over task_merged instead of a join with the whole task table).
-    merged_tasks = Task.objects.filter(pr_merged=True).values("id")
-    health_counts: dict[str, int] = {}
-    total_cost = merged_cost = Decimal(0)
-    for row in (
-        AgentRun.objects.with_health()
-        .order_by()
-        .values("health")
-        .annotate(
-            n=Count("id"),
-            cost=Sum("cost_usd"),
-            merged=Sum("cost_usd", filter=Q(task_id__in=merged_tasks)),
-        )
-    ):
-        health_counts[row["health"]] = row["n"]
-        total_cost += row["cost"] or 0
-        merged_cost += row["merged"] or 0
-    board.health = bars(health_counts, list(HealthStatus.choices))
-    board.total_runs = sum(health_counts.values())
-    board.total_cost, board.merged_cost = total_cost, merged_cost
+    # 4. Agent runs: health, spend and the spend on merged tasks, from a
+    # snapshot at most RUN_TOTALS_SECONDS old (see run_totals).
+    runs = run_totals()
+    board.runs_as_of = runs.as_of
+    board.health = bars(runs.health, list(HealthStatus.choices))
+    board.total_runs = sum(runs.health.values())
+    board.total_cost, board.merged_cost = runs.total_cost, runs.merged_cost
     if board.merged_pull_requests:
         board.cost_per_merged_pr = board.merged_cost / board.merged_pull_requests
         board.spend_per_merged_pr = board.total_cost / board.merged_pull_requests
