@@ -21,7 +21,8 @@ EXPLAIN ANALYZE of the dashboard at 100k tasks / 1M events / 200k runs
   throughput a range on task_completed_finished; one pass over the runs with
   the merged tasks as a hashed IN over task_merged. The runs pass is what is
   left: it reads every run (all-time spend and health are what the page
-  shows).
+  shows), so it runs at most once a minute (codex.tasks.dashboard.run_totals;
+  list_dashboard_run_totals_recomputed_median_ms is that request).
 """
 
 from __future__ import annotations
