@@ -7,7 +7,8 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from codex.accounts.models import ApiToken, hash_key
+from codex.accounts.models import ApiToken
+from codex.accounts.permissions import ROLE_GROUPS, remember_roles
 
 # Writing last_used_at on every request would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -32,14 +33,10 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "Invalid token header: the key is not text."
             ) from None
-        token = (
-            ApiToken.objects.active()
-            .select_related("user")
-            .filter(key_hash=hash_key(key))
-            .first()
-        )
+        token = ApiToken.objects.authenticate(key, role_groups=ROLE_GROUPS)
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        remember_roles(token.user, token.user_role_groups)
         now = timezone.now()
         if (
             token.last_used_at is None

@@ -14,6 +14,8 @@ caller without valid credentials and 403 to one whose role is not listed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 OPERATOR = "operator"
@@ -31,7 +33,18 @@ def roles_of(user) -> frozenset[str]:
     cached = getattr(user, _CACHE_ATTRIBUTE, None)
     if cached is not None:
         return cached
-    roles = set(user.groups.filter(name__in=ROLE_GROUPS).values_list("name", flat=True))
+    groups = user.groups.filter(name__in=ROLE_GROUPS).values_list("name", flat=True)
+    return remember_roles(user, groups)
+
+
+def remember_roles(user, role_groups: Iterable[str]) -> frozenset[str]:
+    """Compute `user`'s roles from the role groups they belong to and keep them
+    on the user for the rest of the request.
+
+    Token authentication reads the groups in its own query (ApiToken.objects.
+    authenticate), so an API request needs no group query of its own.
+    """
+    roles = set(role_groups) & set(ROLE_GROUPS)
     if user.is_staff:
         roles.add(OPERATOR)
     if not roles:
@@ -39,7 +52,7 @@ def roles_of(user) -> frozenset[str]:
         # narrowest role, so a forgotten group never grants more.
         roles.add(INTEGRATOR)
     result = frozenset(roles)
-    setattr(user, _CACHE_ATTRIBUTE, result)  # one group query per request
+    setattr(user, _CACHE_ATTRIBUTE, result)
     return result
 
 

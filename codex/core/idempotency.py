@@ -97,51 +97,62 @@ def _locked_record(user, key: str) -> IdempotencyRecord | None:
     )
 
 
+def _claim(request: Request, key: str, fingerprint: str) -> IdempotencyRecord:
+    """Insert the key's record: raises IntegrityError when the key is taken."""
+    return IdempotencyRecord.objects.create(
+        user=request.user,
+        key=key,
+        request_hash=fingerprint,
+        method=request.method,
+        path=request.get_full_path()[:500],
+        response_status=0,
+    )
+
+
 def run_once(request: Request, key: str, act: Callable[[], Response]) -> Response:
-    """Replay the stored answer to (user, key), or act and store the answer."""
+    """Replay the stored answer to (user, key), or act and store the answer.
+
+    A new key (the usual case) costs one INSERT and one UPDATE in the view's
+    transaction: the INSERT is the claim, tried first rather than after a
+    SELECT so that the common path needs neither a lookup nor a savepoint. When
+    it fails the key is taken: that transaction is rolled back (nothing was
+    done in it yet) and a second one replays the answer, or reclaims the key
+    if its record has expired.
+    """
     fingerprint = request_hash(request)
+    claimed = False
+    try:
+        with transaction.atomic():
+            record = _claim(request, key, fingerprint)
+            claimed = True
+            return _act_and_keep(record, act)
+    except IntegrityError:
+        if claimed:  # raised by the view itself, not by the claim
+            raise
     with transaction.atomic():
+        # On PostgreSQL the failed INSERT waited for a concurrent claimant to
+        # commit, so its record (and answer) is there now; the lock serialises
+        # two requests that both find it expired.
         record = _locked_record(request.user, key)
-        if record is not None and record.created_at < timezone.now() - ttl():
-            record.delete()  # expired: the key is free again
-            record = None
-        if record is None:
-            try:
-                with transaction.atomic():
-                    record = IdempotencyRecord.objects.create(
-                        user=request.user,
-                        key=key,
-                        request_hash=fingerprint,
-                        method=request.method,
-                        path=request.get_full_path()[:500],
-                        response_status=0,
-                    )
-                claimed = True
-            except IntegrityError:
-                # A concurrent request with this key committed first: its answer.
-                record = _locked_record(request.user, key)
-                claimed = False
-                if record is None:  # pragma: no cover - it was pruned meanwhile
-                    return run_once(request, key, act)
-        else:
-            claimed = False
-        if not claimed:
+        if record is None:  # pragma: no cover - it was pruned meanwhile
+            return run_once(request, key, act)
+        if record.created_at >= timezone.now() - ttl():
             return _replay(record, fingerprint)
-        response = act()
-        if not isinstance(response, Response) or not (
-            200 <= response.status_code < 300
-        ):
-            transaction.set_rollback(True)  # errors are not kept: try again
-            return response
-        record.response_status = response.status_code
-        record.response_body = json.loads(
-            JSONRenderer().render(response.data) or "null"
-        )
-        record.response_location = response.get("Location", "")[:500]
-        record.save(
-            update_fields=["response_status", "response_body", "response_location"]
-        )
+        record.delete()  # expired: the key is free again
+        return _act_and_keep(_claim(request, key, fingerprint), act)
+
+
+def _act_and_keep(record: IdempotencyRecord, act: Callable[[], Response]) -> Response:
+    """Run the view in the claiming transaction and store a 2xx answer."""
+    response = act()
+    if not isinstance(response, Response) or not (200 <= response.status_code < 300):
+        transaction.set_rollback(True)  # errors are not kept: try again
         return response
+    record.response_status = response.status_code
+    record.response_body = json.loads(JSONRenderer().render(response.data) or "null")
+    record.response_location = response.get("Location", "")[:500]
+    record.save(update_fields=["response_status", "response_body", "response_location"])
+    return response
 
 
 def _replay(record: IdempotencyRecord, fingerprint: str) -> Response:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
@@ -75,7 +77,25 @@ class TaskCreateSerializer(serializers.Serializer):
         return repository
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class PrebuiltFieldsMixin:
+    """Derive a ModelSerializer's fields from the model once per class.
+
+    ModelSerializer re-derives every field from the model for each instance
+    (about 0.4 ms for a task's 25 fields, a tenth of a POST /api/tasks/); the
+    derivation depends only on the class, so it is done once and each instance
+    gets a deep copy, which is what DRF does with declared fields anyway.
+    """
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        cls = type(self)
+        built = cls.__dict__.get("_prebuilt_fields")
+        if built is None:
+            built = super().get_fields()  # type: ignore[misc]
+            cls._prebuilt_fields = built  # type: ignore[attr-defined]
+        return copy.deepcopy(built)
+
+
+class TaskSerializer(PrebuiltFieldsMixin, serializers.ModelSerializer):
     """A task as clients see it: identity, request, state and progress."""
 
     repository = serializers.CharField(source="repository.url", read_only=True)
