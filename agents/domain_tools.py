@@ -190,6 +190,8 @@ class DomainTools:
                 question=record.question,
             )
         except AnswerUnavailable as exc:
+            if exc.response is not None:
+                self.context.add_side_call(exc.response.usage, exc.response.cost_usd)
             Event.log(
                 EventKind.TOOL,
                 actor=f"agent:{to}",
