@@ -42,6 +42,7 @@ cancelled tasks, and a completed release terminates its task's here.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -66,6 +67,8 @@ from codex.tasks.models import Role
 if TYPE_CHECKING:
     from codex.tasks.models import Task
     from codex.tasks.runners import PhaseResult
+
+logger = logging.getLogger(__name__)
 
 ACTOR = "system:phase-runner"
 INSTANCE_TYPES = {
@@ -214,7 +217,26 @@ def end_phase_instance(
     instance: AgentInstance, task: Task, result: PhaseResult
 ) -> AgentInstance:
     """What the step's result means for its instance (see the module's
-    docstring). Returns the instance as it is now."""
+    docstring). Returns the instance as it is now.
+
+    Bookkeeping must not undo the step: an instance changed meanwhile by
+    someone else (an operator, the GitHub sync) is left as they left it, and
+    the step's result stands."""
+    try:
+        return _end(instance, task, result)
+    except (TransitionNotAllowed, VersionConflict) as exc:
+        logger.warning(
+            "ending %s after %s's %s step: %s",
+            instance.instance_id,
+            task.task_id,
+            task.phase,
+            exc,
+        )
+        instance.refresh_from_db()
+        return instance
+
+
+def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInstance:
     instance.refresh_from_db()
     instance.beat(active=True)
     if instance.status == InstanceStatus.TERMINATED:
