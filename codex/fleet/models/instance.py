@@ -151,9 +151,9 @@ class AgentInstanceQuerySet(VersionedQuerySet):
 
         A coding instance is refused with ParallelLimitReached when its task,
         or its issue, already has MAX_PARALLEL_CODING coding instances not
-        terminated (spec 001's five parallel children); on PostgreSQL the
-        task's row is locked while counting, so two workers cannot both take
-        the fifth place.
+        terminated (spec 001's five parallel children); the repository's row
+        is locked while counting, so two workers cannot both take the fifth
+        place.
         """
         for _ in range(5):
             taken = self.filter(
@@ -198,14 +198,19 @@ class AgentInstanceQuerySet(VersionedQuerySet):
     ) -> None:
         """ParallelLimitReached when the task or the issue has its five coding
         instances already (call inside a transaction)."""
+        # Serialise the count per repository (a row lock on PostgreSQL; SQLite
+        # writes one at a time anyway), so two workers cannot both take the
+        # fifth place of a task or an issue.
+        list(
+            type(repository)
+            ._base_manager.select_for_update()
+            .filter(pk=repository.pk)
+            .values_list("pk", flat=True)
+        )
         coding = self.running().filter(type=InstanceType.CODING)
         scopes = []
         if task is not None:
-            from codex.tasks.models import Task
-
-            # Serialise the count per task (PostgreSQL; SQLite locks the file).
-            list(Task.objects.select_for_update().filter(pk=task.pk).values("pk"))
-            scopes.append(("task " + str(task), coding.filter(task=task)))
+            scopes.append((f"task {task}", coding.filter(task=task)))
         if issue_number is not None:
             scopes.append(
                 (
