@@ -168,7 +168,7 @@ def reap_stale_instances(cutoff: datetime) -> list[str]:
         try:
             with transaction.atomic():
                 instance = (
-                    AgentInstance.objects.select_for_update()
+                    AgentInstance.objects.select_for_update(of=("self",))
                     .running()
                     .filter(pk=pk)
                     .filter(stale_instances_q(cutoff))
