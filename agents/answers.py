@@ -5,8 +5,9 @@ The answer comes from the target role's agent, in one short model call through
 the asking run's own model client: the target role's system prompt, the task
 and its current documents, and the question (fenced as untrusted: it is model
 output). No tools, at most ANSWER_MAX_TOKENS, and at most
-MAX_ANSWERS_PER_RUN answered questions per run; the call's tokens and cost
-are counted in the asking run's usage (RoleContext.charge).
+agents.domain_tools.MAX_ANSWERS_PER_RUN answered questions per run; the
+call's tokens and cost are counted in the asking run's usage
+(RoleContext.charge).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from integrations.anthropic.client import Response
 
 ANSWER_MAX_TOKENS = 1024
-MAX_ANSWERS_PER_RUN = 3
 # Every document an earlier phase may have left: whoever answers sees them all.
 DOCUMENT_NAMES = (
     "spec.md",
