@@ -9,13 +9,18 @@ rather than does in the worktree (issue 6, specs 003 and 004).
   role or to "human". A question to a person also marks the run
   (`context.extra[HUMAN_QUESTIONS]`): the phase runner then ends the step with
   an escalation (needs_clarification) whatever the agent submits. A question
-  to another role is only recorded; having that role's agent answer it, and
-  showing the answer in the asker's next prompt, is future work.
-- `request_review`, `create_pr`, `send_feedback`: spec 004's status-updating
-  tools. They act on the task's agent instance for this run (the newest one
-  not terminated, on the run's branch when there is one) and log a tool event
-  on it with `status_updating=True` and the resulting status; without an
-  instance they refuse with "no agent instance for this run".
+  to another role is answered by that role's agent (agents.answers: one short
+  model call through the run's client, counted in the run's usage); the
+  answer is the tool's result, written on the AgentQuestion (answered once)
+  and logged as an event. At most MAX_ANSWERS_PER_RUN are answered per run;
+  without a model client (direct calls) the question is only recorded.
+- `request_review`, `create_pr` (the developer), `send_feedback` (QA and the
+  reviewer): spec 004's status-updating tools. They act on the run's agent
+  instance (the one the task's running AgentRun is linked to, see
+  agents.instances; else the newest not terminated, on the run's branch when
+  there is one) and log a tool event on it with `status_updating=True` and the
+  resulting status; without an instance they refuse with "no agent instance
+  for this run".
 
 Tools are `agents.tools.Tool`s, the format `Sandbox.tools()` returns: a bad
 argument raises ToolError (an `is_error` result for the model), and every
@@ -35,7 +40,8 @@ from django_fsm import TransitionNotAllowed
 from agents.prompts import strip_hidden
 from agents.tools import Tool, ToolError, _schema
 from codex.core.models import VersionConflict
-from codex.fleet.models import AgentInstance, InstanceStatus
+from codex.events.models import Event, EventKind
+from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
 from codex.fleet.tool_events import record_tool_event
 from codex.tasks.models import AgentQuestion, Learning, Role
 
@@ -60,6 +66,18 @@ MAX_FEEDBACK_CHARS = 20_000
 MAX_URL_CHARS = 500
 LEARNING_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,49}$")
 NO_INSTANCE = "no agent instance for this run"
+# context.extra key: how many questions between roles this run had answered.
+ANSWERED = "answered_questions"
+MAX_ANSWERS_PER_RUN = 3
+ANSWER_EXCERPT_CHARS = 2000
+# Spec 004's status tools, by the roles that have them: the coding agent asks
+# for a review and reports its pull request; the agents checking its work
+# (QA, the reviewer) send it feedback.
+STATUS_TOOLS = {
+    Role.WRITER: ("request_review", "create_pr"),
+    Role.BUILD: ("send_feedback",),
+    Role.REVIEWER: ("send_feedback",),
+}
 
 
 def role_of(phase: str) -> str:
@@ -134,7 +152,7 @@ class DomainTools:
         if to == self.role:
             raise ToolError(f"you are the {self.role}: ask another role or human")
         question = _text(arguments, "question", MAX_QUESTION_CHARS)
-        AgentQuestion.objects.create(
+        record = AgentQuestion.objects.create(
             task=self.task, from_role=self.role, to_role=to, question=question
         )
         if to == Role.HUMAN:
@@ -144,19 +162,82 @@ class DomainTools:
                 "the answer. Call no more tools except submit_result with what "
                 "you have so far."
             )
-        return (
-            "recorded for the team; answers between roles are not routed yet, so "
-            "continue with your best judgement and say what you assumed"
+        return self._answer(record)
+
+    def _answer(self, record: AgentQuestion) -> str:
+        """Have the target role's agent answer `record` (see agents.answers)."""
+        from agents.answers import AnswerUnavailable, answer_question
+
+        to = record.to_role
+        if self.context.client is None:
+            return (
+                "recorded for the team; no agent can answer in this run, so "
+                "continue with your best judgement and say what you assumed"
+            )
+        answered = self.context.extra.get(ANSWERED, 0)
+        if answered >= MAX_ANSWERS_PER_RUN:
+            return (
+                f"recorded, not answered: this run already had {answered} questions "
+                "answered, the most it gets. Continue with your best judgement "
+                "and say what you assumed."
+            )
+        try:
+            answer = answer_question(
+                self.context.client,
+                self.task,
+                asker=self.role,
+                target=to,
+                question=record.question,
+            )
+        except AnswerUnavailable as exc:
+            if exc.response is not None:
+                self.context.add_side_call(exc.response.usage, exc.response.cost_usd)
+            Event.log(
+                EventKind.TOOL,
+                actor=f"agent:{to}",
+                reason=f"the {self.role}'s question was not answered: {exc}"[:500],
+                task=self.task,
+                subject=f"question:{record.pk}",
+                data={"question": record.pk, "from": self.role, "to": to},
+            )
+            raise ToolError(
+                f"{exc}. The question is recorded; continue with your best "
+                "judgement and say what you assumed."
+            ) from None
+        response = answer.response
+        self.context.add_side_call(response.usage, response.cost_usd)
+        self.context.extra[ANSWERED] = answered + 1
+        record.record_answer(answer.text, by=f"agent:{to}")
+        Event.log(
+            EventKind.TOOL,
+            actor=f"agent:{to}",
+            reason=f"answered the {self.role}'s question",
+            task=self.task,
+            subject=f"question:{record.pk}",
+            data={
+                "question": record.pk,
+                "from": self.role,
+                "to": to,
+                "answer": answer.text[:ANSWER_EXCERPT_CHARS],
+                "model": response.model,
+                **response.usage.as_dict(),
+                "cost_usd": str(response.cost_usd),
+            },
         )
+        return f"The {to} answers:\n{answer.text}"
 
     # -- spec 004's status-updating tools -----------------------------------
 
     def instance(self) -> AgentInstance | None:
-        """The task's agent instance for this run: the newest one not terminated,
-        preferring one on the run's branch."""
+        """The task's agent instance for this run: the one the task's running
+        AgentRun works through; else the newest one not terminated, preferring
+        one on the run's branch."""
         instances = self.task.instances.exclude(
             status=InstanceStatus.TERMINATED
         ).order_by("-created_at", "-id")
+        linked = instances.filter(runs__status=RunStatus.RUNNING).first()
+        if linked is not None:
+            return linked
         if self.context.branch:
             on_branch = instances.filter(branch_name=self.context.branch).first()
             if on_branch is not None:
@@ -237,6 +318,17 @@ class DomainTools:
     # -- as model tools -----------------------------------------------------
 
     def tools(self) -> list[Tool]:
+        """record_learning and ask_question for every role; spec 004's status
+        tools for the roles in STATUS_TOOLS."""
+        status_tools = STATUS_TOOLS.get(self.role, ())
+        return [
+            tool
+            for tool in self._all_tools()
+            if tool.name in ("record_learning", "ask_question")
+            or tool.name in status_tools
+        ]
+
+    def _all_tools(self) -> list[Tool]:
         others = [value for value in Role.values if value != self.role]
         return [
             Tool(
@@ -256,9 +348,11 @@ class DomainTools:
             ),
             Tool(
                 "ask_question",
-                "Ask another role or a person (to=human) a question. A question "
-                "to a person stops this phase until it is answered: use it only "
-                "when you cannot go on without an answer.",
+                "Ask another role or a person (to=human) a question. Another "
+                "role's agent answers at once from the task's documents (the "
+                f"answer is this tool's result; at most {MAX_ANSWERS_PER_RUN} per "
+                "run). A question to a person stops this phase until it is "
+                "answered: use it only when you cannot go on without an answer.",
                 _schema(
                     {
                         "to": {"type": "string", "enum": others},

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
+from agents.instances import begin_phase_instance, end_phase_instance
 from agents.prompts import system_blocks, untrusted
 from agents.roles import Role, RoleContext, role_for
 from agents.roles.base import task_prompt
@@ -136,10 +137,20 @@ class AgentPhaseRunner:
             client = model_client(role=role.name)
         except ModelNotConfigured:
             return PhaseResult.blocked(NO_KEY_REASON)
+        # The run works through the role's agent instance (spec 004); a step that
+        # raises leaves it for the retry (advance_task blocks the task).
         try:
-            return self._run(task, role, client)
+            instance = begin_phase_instance(
+                task,
+                worktree=str(worktree_path(task)),
+                branch=branch_name(task.task_id),
+                system_prompt=role.system_prompt,
+            )
+            result = self._run(task, role, client)
         finally:
             client.close()
+        end_phase_instance(instance, task, result)
+        return result
 
     # -- the step -----------------------------------------------------------
 
@@ -151,7 +162,7 @@ class AgentPhaseRunner:
         sandbox = Sandbox(
             worktree, path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None
         )
-        context = RoleContext(task=task, branch=branch)
+        context = RoleContext(task=task, branch=branch, client=client)
         extra = ""
         if role.phase == "verification":
             extra = self._run_tests(sandbox, context, repository)
@@ -177,6 +188,7 @@ class AgentPhaseRunner:
             tools=[*sandbox.tools(), *domain_tools(context)],
             on_tool=lambda record: self._record_tool(task, role, record),
         )
+        context.charge(outcome.metrics)  # answers to questions between roles
         if context.extra.get(HUMAN_QUESTIONS):
             # ask_question(to="human"): a person must answer before work goes on.
             escalation = PhaseResult.escalate(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agents.prompts import untrusted
+from integrations.anthropic.client import Usage
 
 if TYPE_CHECKING:
     from codex.tasks.models import Task
@@ -18,7 +20,22 @@ You work inside the task's git worktree through tools: list_files, read_file,
 search, write_file, edit_file and run_command (allowed programs only, no shell,
 no secrets). Paths are relative to the worktree root. Work in small, checked
 steps. When you are done, call submit_result exactly once with an object
-matching its schema; nothing you do is recorded until then."""
+matching its schema; nothing you do is recorded until then.
+
+Tools for talking to the team:
+- record_learning(type, content): keep something later tasks on this
+  repository should know (a convention, a pitfall, a command that works);
+  type is a short slug such as pattern_discovered.
+- ask_question(to, question): ask another role (triage, analyst, writer, build,
+  reviewer, committer). That role's agent answers at once from the task's
+  documents and the answer is the tool's result; a few questions per run at
+  most, so ask only what the documents do not say. to=human asks a person and
+  stops this phase until they answer: use it only when you cannot go on.
+- Status tools of your agent instance, only where your role has them: the
+  developer has request_review(summary) (ask for a review of your work) and
+  create_pr(pr_number, pr_url) (report a pull request you opened); QA and the
+  reviewer have send_feedback(feedback) (feedback for the developer whose work
+  you check). A status tool refused by the instance's state says why."""
 
 
 @dataclass
@@ -32,6 +49,24 @@ class RoleContext:
     test_exit_code: int | None = None
     test_output: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # The run's model client (questions between roles are answered through it)
+    # and what those side calls used, added to the run's metrics by `charge`.
+    client: Any = None
+    side_usage: Usage = field(default_factory=Usage)
+    side_cost_usd: Decimal = Decimal(0)
+    side_calls: int = 0
+
+    def add_side_call(self, usage: Usage, cost_usd: Decimal) -> None:
+        """Count one model call made beside the agent loop (an answer)."""
+        self.side_usage = self.side_usage + usage
+        self.side_cost_usd += cost_usd
+        self.side_calls += 1
+
+    def charge(self, metrics: Any) -> None:
+        """Add the side calls' usage and cost to the run's RunMetrics, so the
+        AgentRun's tokens and cost include them."""
+        metrics.usage = metrics.usage + self.side_usage
+        metrics.cost_usd += self.side_cost_usd
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class AgentInstanceAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelA
     list_display = [
         "instance_id",
         "type",
+        "role",
         "status",
         "repository",
         "task",
@@ -126,7 +127,7 @@ class AgentInstanceAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelA
         "last_activity",
         "heartbeat_at",
     ]
-    list_filter = [RunningFilter, ReviewLoopFilter, "type", "status"]
+    list_filter = [RunningFilter, ReviewLoopFilter, "type", "role", "status"]
     list_select_related = ["repository", "task", "parent"]
     search_fields = ["instance_id", "branch_name", "worktree_path", "task__task_id"]
     show_full_result_count = False
@@ -135,6 +136,7 @@ class AgentInstanceAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelA
     readonly_fields = [
         "instance_id",
         "type",
+        "role",
         "status",
         "repository",
         "task",

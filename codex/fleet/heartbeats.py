@@ -7,7 +7,8 @@ this scheduled job
 
 - fails its running AgentRun and re-queues the run's task, whose own 60-second
   lease (spec 002 §3.5) has long expired, so the next worker can take it over;
-- terminates its AgentInstance (spec 004: "any but terminated ──terminate──▶");
+- terminates its AgentInstance (spec 004: "any but terminated ──terminate──▶"),
+  unless the instance belongs to a task still active (see parked_instances_q);
 - removes worktree folders under CODEX_WORKTREE_ROOT that no live instance owns.
 
 Heartbeats do not bump `version`, so each reap re-checks staleness under a row
@@ -31,7 +32,7 @@ from django_fsm import TransitionNotAllowed
 from codex.core.models import VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
-from codex.tasks.models import Status, Task
+from codex.tasks.models import TERMINAL_STATUSES, Status, Task
 from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,15 @@ def stale_instances_q(cutoff: datetime) -> Q:
     return Q(heartbeat_at__lt=cutoff) | Q(
         heartbeat_at__isnull=True, last_activity__lt=cutoff
     )
+
+
+def parked_instances_q() -> Q:
+    """Instances of a task still active. Their liveness is the task's: a run of
+    theirs is beaten by its worker (and reaped above when silent, which
+    re-queues the task), and between two steps (a review, a retry, a person's
+    answer) they wait to be reused by the task's next run; they are stopped
+    when the task ends."""
+    return Q(task__isnull=False) & ~Q(task__status__in=TERMINAL_STATUSES)
 
 
 def reap_stale_work() -> dict[str, list[str]]:
@@ -149,15 +159,20 @@ def reap_stale_instances(cutoff: datetime) -> list[str]:
     Returns the instance ids terminated.
     """
     terminated: list[str] = []
-    candidates = AgentInstance.objects.running().filter(stale_instances_q(cutoff))
+    candidates = (
+        AgentInstance.objects.running()
+        .filter(stale_instances_q(cutoff))
+        .exclude(parked_instances_q())
+    )
     for pk in list(candidates.values_list("pk", flat=True)):
         try:
             with transaction.atomic():
                 instance = (
-                    AgentInstance.objects.select_for_update()
+                    AgentInstance.objects.select_for_update(of=("self",))
                     .running()
                     .filter(pk=pk)
                     .filter(stale_instances_q(cutoff))
+                    .exclude(parked_instances_q())
                     .first()
                 )
                 if instance is None:

@@ -59,7 +59,6 @@ def test_the_tools_have_api_definitions(task):
         "ask_question",
         "request_review",
         "create_pr",
-        "send_feedback",
     }
     for tool in tools.values():
         definition = tool.definition()
@@ -68,6 +67,22 @@ def test_the_tools_have_api_definitions(task):
     # The writer cannot address itself.
     enum = tools["ask_question"].input_schema["properties"]["to"]["enum"]
     assert "writer" not in enum and "human" in enum
+
+
+@pytest.mark.parametrize(
+    "phase, status_tools",
+    [
+        ("intake", set()),
+        ("planning", set()),
+        ("implementation", {"request_review", "create_pr"}),
+        ("verification", {"send_feedback"}),
+        ("review", {"send_feedback"}),
+        ("release", set()),
+    ],
+)
+def test_each_role_has_the_status_tools_of_its_instance(task, phase, status_tools):
+    _, tools = tools_of(task, phase=phase)
+    assert set(tools) == {"record_learning", "ask_question", *status_tools}
 
 
 def test_an_unknown_phase_has_no_role(task):
@@ -176,7 +191,9 @@ def test_ask_question_refuses_bad_input(task, arguments, reason):
     ],
 )
 def test_without_an_instance_the_status_tools_refuse(task, name, arguments):
-    _, tools = tools_of(task)
+    _, tools = tools_of(
+        task, phase="review" if name == "send_feedback" else "implementation"
+    )
     outcome = tools[name].call(arguments)
     assert outcome.is_error and outcome.record.error == NO_INSTANCE
 
@@ -202,7 +219,7 @@ def test_request_review_moves_the_instance_to_waiting_review(task):
 
 def test_request_review_refused_by_the_state_machine_is_an_error(task):
     review = start_instance(task, type=InstanceType.REVIEW)
-    _, tools = tools_of(task, phase="review")
+    _, tools = tools_of(task, phase="implementation")
     outcome = tools["request_review"].call({})
     assert outcome.is_error and "not allowed" in outcome.content
     review.refresh_from_db()
@@ -320,7 +337,8 @@ def test_a_learning_reaches_the_next_tasks_system_prompt(
     assert "record_learning" in set(tools)
     # The tools were offered to the model next to the sandbox's.
     offered = {tool["name"] for tool in stub.bodies[0]["tools"]}
-    assert {"read_file", "record_learning", "ask_question", "create_pr"} <= offered
+    assert {"read_file", "record_learning", "ask_question"} <= offered
+    assert "create_pr" not in offered  # triage has no status tools
 
     advance_task(second.task_id)
     system = system_text(stub.bodies[-1])

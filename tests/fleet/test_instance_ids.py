@@ -40,9 +40,26 @@ def test_other_ids_are_refused(bad):
         parse_instance_id(bad)
 
 
-def test_coding_and_review_ids_need_an_issue():
+@pytest.mark.parametrize(
+    ("type_", "expected"),
+    [(InstanceType.CODING, "work-a1"), (InstanceType.REVIEW, "review-a1")],
+)
+def test_work_without_an_issue_is_numbered_per_repository(type_, expected):
+    """A task from the web form or the API has no GitHub issue."""
+    assert new_instance_id(type_, None, 1) == expected
+    assert parse_instance_id(expected) == (type_, None, 1)
+    repository = make_repository()
+    first = make_instance(type_, repository=repository, issue_number=None)
+    second = make_instance(type_, repository=repository, issue_number=None)
+    assert (first.instance_id, second.instance_id) == (
+        expected,
+        expected.replace("a1", "a2"),
+    )
+
+
+def test_an_issue_number_must_be_positive():
     with pytest.raises(ValueError):
-        new_instance_id(InstanceType.CODING, None, 1)
+        new_instance_id(InstanceType.CODING, 0, 1)
 
 
 def test_parallel_coding_agents_on_one_issue_get_a1_a2_a3():

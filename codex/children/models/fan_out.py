@@ -6,9 +6,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django_fsm import FSMField, TransitionNotAllowed, transition
 
 from codex.children.choices import AnalysisTrigger, FanOutState, WorkflowEvent
@@ -27,6 +29,18 @@ from codex.core.models import VersionedLeasedModel
 from codex.events.models import Event, EventKind
 
 Analyst = Callable[[Sequence[ChildReport]], Decision]
+# The factory of the default analyst (Claude, one model call): fan_out → Analyst.
+DEFAULT_ANALYST = "agents.fanout.claude_analyst"
+ANALYSIS_TIMED_OUT = "the analysis ran past its 8 minutes: the rules decide"
+
+
+def default_analyst(fan_out: FanOut) -> Analyst:
+    """The analyst CODEX_CHILDREN_ANALYST names (a factory taking the fan-out),
+    Claude's by default. Raises what the factory raises (no key configured)."""
+    factory = import_string(
+        getattr(settings, "CODEX_CHILDREN_ANALYST", None) or DEFAULT_ANALYST
+    )
+    return factory(fan_out)
 
 
 class FanOut(VersionedLeasedModel):
@@ -398,6 +412,7 @@ class FanOut(VersionedLeasedModel):
         it did anything (False before the deadline, or in any other state).
         """
         now = now or timezone.now()
+        rules_because = ""
         with transaction.atomic():
             fan_out = self._locked()
             if (
@@ -418,30 +433,51 @@ class FanOut(VersionedLeasedModel):
             ):
                 return False
             else:
-                analyst = None  # the model had its 8 minutes; the rules decide
+                rules_because = ANALYSIS_TIMED_OUT  # the model had its 8 minutes
         self.refresh_from_db()
-        self.analyse(by=by, analyst=analyst)
+        self.analyse(by=by, analyst=analyst, rules_because=rules_because)
         return True
 
-    def analyse(self, *, by: str, analyst: Analyst | None = None) -> CompletionAnalysis:
+    def analyse(
+        self,
+        *,
+        by: str,
+        analyst: Analyst | None = None,
+        rules_because: str = "",
+    ) -> CompletionAnalysis:
         """Decide the merge strategy from the current reports, validate it, store
-        it (idempotently) and complete. `analyst` (a later Claude integration)
-        proposes a Decision; when it fails or its answer is invalid, the rules of
-        `decide` are the fallback. Runs outside a transaction so a slow analyst
-        holds no lock; the result is stored only if still analysing.
+        it (idempotently) and complete.
+
+        The analyst (`analyst`, else `default_analyst`: Claude, one model call)
+        proposes a Decision, checked by `validate_analysis`; when it cannot be
+        had (no model configured), fails, or its answer breaks a rule, the rules
+        of `decide` decide, and ANALYSIS_COMPLETE's `fallback` says why, as does
+        `rules_because` when the caller wants the rules only. The model call's
+        tokens and cost, when the analyst reports them, go on the same event.
+        Runs outside a transaction so a slow analyst holds no lock; the result
+        is stored only if still analysing.
         """
         if self.state != FanOutState.ANALYZING:
             raise TransitionNotAllowed(
                 f"{self} is {self.state}: trigger the analysis first"
             )
         reports = list(self.reports.current().order_by("child_id"))
-        decision, fallback = None, ""
-        if analyst is not None:
+        decision, fallback, owned = None, rules_because, False
+        if analyst is None and not rules_because:
+            try:
+                analyst, owned = default_analyst(self), True
+            except Exception as exc:  # not configured: the rules decide
+                fallback = f"no model analysis: {type(exc).__name__}: {exc}"
+        if analyst is not None and not rules_because:
             try:
                 decision = analyst(reports)
                 validate_analysis(decision, reports)
             except Exception as exc:  # any analyst failure falls back to the rules
                 decision, fallback = None, f"{type(exc).__name__}: {exc}"
+            finally:
+                if owned and hasattr(analyst, "close"):
+                    analyst.close()
+        usage = _usage_of(analyst) if not rules_because else {}
         if decision is None:
             decision = decide(reports)
             validate_analysis(decision, reports)
@@ -468,11 +504,24 @@ class FanOut(VersionedLeasedModel):
                 ambiguous=analysis.ambiguous_count,
                 discrepancy=analysis.discrepancy,
                 changed=changed,
-                fallback=fallback,
+                fallback=fallback[:2000],
+                **usage,
             )
             fan_out._run("complete", by=by)
         self.refresh_from_db()
         return analysis
+
+
+def _usage_of(analyst: Any) -> dict[str, Any]:
+    """The model call's usage and cost, if the analyst kept them (ClaudeAnalyst)."""
+    usage = getattr(analyst, "usage", None)
+    if usage is None or not hasattr(usage, "as_dict"):
+        return {}
+    return {
+        "model": str(getattr(analyst, "model", "")),
+        **usage.as_dict(),
+        "cost_usd": str(getattr(analyst, "cost_usd", "")),
+    }
 
 
 def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:

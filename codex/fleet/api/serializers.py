@@ -25,6 +25,7 @@ class AgentInstanceSerializer(serializers.ModelSerializer):
             "id",
             "instance_id",
             "type",
+            "role",
             "status",
             "repository",
             "task",

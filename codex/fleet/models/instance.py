@@ -25,11 +25,12 @@ from codex.fleet.models.choices import (
     ReviewLoopStatus,
 )
 
-# "work-123-a1", "review-123-a1", "planning-a1" (spec 004, instances.id).
+# "work-123-a1", "review-123-a1", "planning-a1" (spec 004, instances.id); a
+# task with no GitHub issue (the web form, the API) has "work-a1", "review-a1".
 INSTANCE_ID_PATTERN = (
-    r"^(?:(?:work|review)-[1-9][0-9]*-a[1-9][0-9]*|planning-a[1-9][0-9]*)$"
+    r"^(?:(?:work|review)-(?:[1-9][0-9]*-)?a[1-9][0-9]*|planning-a[1-9][0-9]*)$"
 )
-_ISSUE_ID = re.compile(r"^(work|review)-([1-9][0-9]*)-a([1-9][0-9]*)$")
+_ISSUE_ID = re.compile(r"^(work|review)-(?:([1-9][0-9]*)-)?a([1-9][0-9]*)$")
 _PLANNING_ID = re.compile(r"^planning-a([1-9][0-9]*)$")
 ID_PREFIX = {
     InstanceType.CODING: "work",
@@ -41,19 +42,30 @@ APPROACHING_LIMIT_ITERATION = 3
 AT_LIMIT_ITERATION = 5
 # Spec 004: "HAVING MAX(ir.review_iteration) >= 2 -- multiple review cycles".
 MULTIPLE_REVIEWS_ITERATION = 2
+# Spec 001 (constitution limit): at most 5 coding agents work in parallel, here
+# per task and per issue.
+MAX_PARALLEL_CODING = 5
+
+
+class ParallelLimitReached(ValueError):
+    """A sixth coding instance was asked for while five are not terminated."""
 
 
 def new_instance_id(type: str, issue_number: int | None, agent_number: int) -> str:
     """The id spec 004 prescribes: work-<issue>-a<n>, review-<issue>-a<n>,
-    planning-a<n>. Raises ValueError when the parts cannot form one."""
+    planning-a<n>. Work without a GitHub issue (a task from the web form or the
+    API) is work-a<n> / review-a<n>, numbered per repository like planning-a<n>.
+    Raises ValueError when the parts cannot form one."""
     if agent_number < 1:
         raise ValueError("agent_number starts at 1")
     if type == InstanceType.PLANNING:
         return f"planning-a{agent_number}"
     if type not in (InstanceType.CODING, InstanceType.REVIEW):
         raise ValueError(f"unknown instance type {type!r}")
-    if not issue_number or issue_number < 1:
-        raise ValueError(f"a {type} instance works on an issue: issue_number needed")
+    if issue_number is None:
+        return f"{ID_PREFIX[type]}-a{agent_number}"
+    if issue_number < 1:
+        raise ValueError(f"issue_number must be positive, not {issue_number}")
     return f"{ID_PREFIX[type]}-{issue_number}-a{agent_number}"
 
 
@@ -62,7 +74,7 @@ def parse_instance_id(instance_id: str) -> tuple[str, int | None, int]:
     if match := _ISSUE_ID.match(instance_id):
         prefix, issue, agent = match.groups()
         type_ = InstanceType.CODING if prefix == "work" else InstanceType.REVIEW
-        return type_, int(issue), int(agent)
+        return type_, int(issue) if issue else None, int(agent)
     if match := _PLANNING_ID.match(instance_id):
         return InstanceType.PLANNING, None, int(match.group(1))
     raise ValueError(f"{instance_id!r} is not an instance id")
@@ -131,10 +143,18 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         branch_name: str,
         by: str,
         issue_number: int | None = None,
+        reason: str = "instance started",
         **fields: Any,
     ) -> AgentInstance:
         """Create a started instance with the next free agent number for its
-        repository, type and issue (work-123-a1, then -a2, ...), and log it."""
+        repository, type and issue (work-123-a1, then -a2, ...), and log it.
+
+        A coding instance is refused with ParallelLimitReached when its task,
+        or its issue, already has MAX_PARALLEL_CODING coding instances not
+        terminated (spec 001's five parallel children); the repository's row
+        is locked while counting, so two workers cannot both take the fifth
+        place.
+        """
         for _ in range(5):
             taken = self.filter(
                 repository=repository, type=type, issue_number=issue_number
@@ -156,9 +176,13 @@ class AgentInstanceQuerySet(VersionedQuerySet):
             )
             try:
                 with transaction.atomic():
+                    if type == InstanceType.CODING:
+                        self._check_parallel_limit(
+                            repository, issue_number, fields.get("task")
+                        )
                     instance.record(
                         by=by,
-                        reason="instance started",
+                        reason=reason,
                         field="status",
                         target="started",
                     )
@@ -168,6 +192,38 @@ class AgentInstanceQuerySet(VersionedQuerySet):
                 # Another worker took this number at the same moment; take the next.
                 instance._pending_events = []
         raise IntegrityError("could not allocate a free agent number")
+
+    def _check_parallel_limit(
+        self, repository, issue_number: int | None, task=None
+    ) -> None:
+        """ParallelLimitReached when the task or the issue has its five coding
+        instances already (call inside a transaction)."""
+        # Serialise the count per repository (a row lock on PostgreSQL; SQLite
+        # writes one at a time anyway), so two workers cannot both take the
+        # fifth place of a task or an issue.
+        list(
+            type(repository)
+            ._base_manager.select_for_update()
+            .filter(pk=repository.pk)
+            .values_list("pk", flat=True)
+        )
+        coding = self.running().filter(type=InstanceType.CODING)
+        scopes = []
+        if task is not None:
+            scopes.append((f"task {task}", coding.filter(task=task)))
+        if issue_number is not None:
+            scopes.append(
+                (
+                    f"issue #{issue_number}",
+                    coding.filter(repository=repository, issue_number=issue_number),
+                )
+            )
+        for name, instances in scopes:
+            if instances.count() >= MAX_PARALLEL_CODING:
+                raise ParallelLimitReached(
+                    f"{name} already has {MAX_PARALLEL_CODING} coding instances "
+                    "working; terminate one first"
+                )
 
 
 class AgentInstance(LoggedStateModel):
@@ -243,6 +299,13 @@ class AgentInstance(LoggedStateModel):
     pr_url = models.CharField(max_length=500, blank=True)
 
     system_prompt = models.TextField(blank=True)
+    role = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="The spec 003 role whose phase runs this instance carries "
+        "(triage, analyst, writer, build, reviewer); empty for instances started "
+        "outside the phase runner.",
+    )
     agent_number = models.PositiveSmallIntegerField(default=1)
 
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -262,6 +325,7 @@ class AgentInstance(LoggedStateModel):
             models.Index(fields=["type", "status"], name="instance_type_status"),
             models.Index(fields=["repository", "issue_number"], name="instance_issue"),
             models.Index(fields=["-created_at", "-id"], name="instance_created"),
+            models.Index(fields=["task", "role"], name="instance_task_role"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -272,10 +336,6 @@ class AgentInstance(LoggedStateModel):
                 | Q(type=InstanceType.REVIEW, instance_id__startswith="review-")
                 | Q(type=InstanceType.PLANNING, instance_id__startswith="planning-"),
                 name="instance_id_matches_type",
-            ),
-            models.CheckConstraint(
-                condition=Q(type=InstanceType.PLANNING) | Q(issue_number__isnull=False),
-                name="instance_coding_review_have_issue",
             ),
             models.CheckConstraint(
                 condition=positive("agent_number"), name="instance_agent_number_gte_1"

@@ -1,0 +1,310 @@
+"""The agent instance (spec 004) every phase run works through.
+
+Each phase's role runs as an AgentInstance of the task; the phase runner calls
+`begin_phase_instance` before the agent starts and `end_phase_instance` with
+the step's PhaseResult. Which instance, and how it relates to the others:
+
+| phase (role) | instance | parent, relationship |
+|---|---|---|
+| intake (triage) | planning-a<n> | |
+| planning (analyst) | planning-a<n> | |
+| implementation (writer) | work-<issue>-a<n> | planning_to_issue from planning |
+| verification (build) | review-<issue>-a<n> | the coding instance |
+| review (reviewer) | review-<issue>-a<n> | the coding one, spawned_review |
+| release (committer) | the coding instance itself | |
+
+(Without a GitHub issue the ids are work-a<n> and review-a<n>.)
+
+An instance not terminated is reused by the next run of its task and role (a
+retry, the developer's next cycle after feedback); a run is linked to it
+(`AgentRun.instance`) and stamps its process. Through spec 004's state
+machine:
+
+- the review phase spawns its reviewer with `spawn_review`: the coding
+  instance goes to waiting_review and the spawned_review relationship counts
+  the iteration (the configured review.max_iterations applies; when the coding
+  instance cannot take another review, the reviewer still runs, as a child
+  without the relationship, and the event says why);
+- an approving review moves the coding instance to pr_created with the task's
+  pull request (spec 004 creates the pull request after the review; Codex
+  opens it as a draft earlier, and counts it "created" when it is ready), and
+  the release's merge moves it to pr_merged;
+- the agents' own status tools (request_review, create_pr, send_feedback in
+  agents.domain_tools) act on the run's instance.
+
+A run that ends "done" ends the session of a planning or review instance
+(terminated: its work is over); the coding instance waits for its review and
+merge. A "failed" step terminates the instance. A blocked or escalated step
+leaves it for the retry or the answer. The task's end stops what is left:
+codex.tasks.jobs.clean_up_task terminates the instances of failed and
+cancelled tasks, and a completed release terminates its task's here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+from django_fsm import TransitionNotAllowed
+
+from agents.domain_tools import role_of
+from codex.core.models import VersionConflict
+from codex.fleet.models import (
+    AgentInstance,
+    AgentRun,
+    InstanceRelationship,
+    InstanceStatus,
+    InstanceType,
+    RelationshipType,
+)
+from codex.fleet.reviews import spawn_review
+from codex.tasks.models import Role
+
+if TYPE_CHECKING:
+    from codex.tasks.models import Task
+    from codex.tasks.runners import PhaseResult
+
+logger = logging.getLogger(__name__)
+
+ACTOR = "system:phase-runner"
+INSTANCE_TYPES = {
+    Role.TRIAGE: InstanceType.PLANNING,
+    Role.ANALYST: InstanceType.PLANNING,
+    Role.WRITER: InstanceType.CODING,
+    Role.BUILD: InstanceType.REVIEW,
+    Role.REVIEWER: InstanceType.REVIEW,
+}
+# The release manager finishes the coding agent's pull request: it runs
+# through the coding instance rather than a sixth instance.
+SHARED_INSTANCE = {Role.COMMITTER: Role.WRITER}
+PR_NUMBER = re.compile(r"/(\d+)/?$")
+
+
+def instance_role(phase: str) -> str:
+    """The role whose instance a run in `phase` works through."""
+    role = role_of(phase)
+    return SHARED_INSTANCE.get(role, role)
+
+
+def current_instance(task: Task, role: str) -> AgentInstance | None:
+    """The task's instance of `role` not terminated, newest first."""
+    return (
+        AgentInstance.objects.running()
+        .filter(task=task, role=role)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def running_run(task: Task) -> AgentRun | None:
+    """The task's running agent run (advance_task begins one per step)."""
+    return (
+        AgentRun.objects.running()
+        .filter(task=task)
+        .order_by("-started_at", "-id")
+        .first()
+    )
+
+
+def begin_phase_instance(
+    task: Task, *, worktree: str, branch: str, system_prompt: str = ""
+) -> AgentInstance:
+    """The instance the run of the task's current phase works through: the
+    role's one not terminated, else a new one (spawned and related as the
+    module describes). Links the task's running AgentRun to it and stamps this
+    process on it."""
+    role = instance_role(task.phase)
+    instance = current_instance(task, role)
+    if instance is None:
+        instance = _start(task, role, worktree, branch, system_prompt)
+    run = running_run(task)
+    if run is not None and run.instance_id is None:
+        # Not state: no version bump (the worker holds the run object).
+        AgentRun._base_manager.filter(pk=run.pk).update(instance=instance)
+    instance.attach_process(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        session_name=run.session_id if run is not None else "",
+    )
+    return instance
+
+
+def _start(
+    task: Task, role: str, worktree: str, branch: str, system_prompt: str
+) -> AgentInstance:
+    type_ = INSTANCE_TYPES[role]
+    fields = {
+        "repository": task.repository,
+        "task": task,
+        "role": role,
+        "worktree_path": worktree,
+        "branch_name": branch,
+        "base_branch": task.repository.default_branch,
+        "system_prompt": system_prompt,
+        "by": ACTOR,
+    }
+    issue = task.issue_number
+    if type_ == InstanceType.PLANNING:
+        return AgentInstance.objects.start(
+            type=type_, reason=f"{role} of {task.task_id} started", **fields
+        )
+    if type_ == InstanceType.CODING:
+        with transaction.atomic():
+            coding = AgentInstance.objects.start(
+                type=type_,
+                issue_number=issue,
+                reason=f"{role} of {task.task_id} started",
+                **fields,
+            )
+            planner = (
+                AgentInstance.objects.filter(task=task, type=InstanceType.PLANNING)
+                .order_by("-created_at", "-id")
+                .first()
+            )
+            if planner is not None:
+                InstanceRelationship.objects.create(
+                    parent=planner,
+                    child=coding,
+                    relationship_type=RelationshipType.PLANNING_TO_ISSUE,
+                    metadata={"task": task.task_id, "issue_number": issue},
+                )
+        return coding
+    coding = current_instance(task, Role.WRITER)
+    if coding is None:
+        return AgentInstance.objects.start(
+            type=type_,
+            issue_number=issue,
+            reason=f"{role} of {task.task_id} started (no coding instance to review)",
+            **fields,
+        )
+    if role == Role.REVIEWER:
+        try:
+            return spawn_review(
+                coding,
+                by=ACTOR,
+                worktree_path=worktree,
+                branch_name=branch,
+                reason=f"the review phase of {task.task_id} started",
+                metadata={"task": task.task_id, "phase": task.phase},
+                role=role,
+                system_prompt=system_prompt,
+                base_branch=task.repository.default_branch,
+            )
+        except (TransitionNotAllowed, VersionConflict) as exc:
+            coding.refresh_from_db()
+            why = (
+                f"{coding.instance_id} cannot request another review "
+                f"({coding.status}, {coding.current_review_iteration()} so far): "
+                f"{exc}"
+            )
+        reason = f"{role} of {task.task_id} started; not a spawned review: {why}"
+    else:
+        reason = f"{role} of {task.task_id} started to verify {coding.instance_id}"
+    return AgentInstance.objects.start(
+        type=type_,
+        issue_number=coding.issue_number,
+        parent=coding,
+        reason=reason,
+        **fields,
+    )
+
+
+def end_phase_instance(
+    instance: AgentInstance, task: Task, result: PhaseResult
+) -> AgentInstance:
+    """What the step's result means for its instance (see the module's
+    docstring). Returns the instance as it is now.
+
+    Bookkeeping must not undo the step: an instance changed meanwhile by
+    someone else (an operator, the GitHub sync) is left as they left it, and
+    the step's result stands."""
+    try:
+        return _end(instance, task, result)
+    except (TransitionNotAllowed, VersionConflict) as exc:
+        logger.warning(
+            "ending %s after %s's %s step: %s",
+            instance.instance_id,
+            task.task_id,
+            task.phase,
+            exc,
+        )
+        instance.refresh_from_db()
+        return instance
+
+
+def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInstance:
+    instance.refresh_from_db()
+    instance.beat(active=True)
+    if instance.status == InstanceStatus.TERMINATED:
+        return instance  # stopped meanwhile (the task ended, an operator)
+    outcome = result.outcome
+    if outcome == "failed":
+        instance.perform(
+            "terminate", by=ACTOR, reason=f"its run failed: {result.reason}"[:500]
+        )
+        return instance
+    if outcome != "done":
+        return instance  # blocked or escalated: parked for the retry or answer
+    if instance.type in (InstanceType.PLANNING, InstanceType.REVIEW):
+        if instance.role == Role.REVIEWER and _approved(result):
+            _pr_created(instance.parent, task)
+        instance.perform(
+            "terminate", by=ACTOR, reason=f"{instance.role} run of {task.phase} done"
+        )
+        return instance
+    if task.phase == "release" and result.merged:
+        _pr_created(instance, task)
+        instance.refresh_from_db()
+        if instance.status == InstanceStatus.PR_CREATED:
+            instance.perform("merged", by=ACTOR, reason="the release merged it")
+        stop_task_instances(task, reason="the task was released")
+        instance.refresh_from_db()
+    return instance
+
+
+def _approved(result: PhaseResult) -> bool:
+    return bool(result.review) and result.review.get("assessment") == "approve"
+
+
+def _pr_created(coding: AgentInstance | None, task: Task) -> None:
+    """The reviewed pull request counts as created (spec 004 PR_CREATED)."""
+    if coding is None or coding.status not in (
+        InstanceStatus.STARTED,
+        InstanceStatus.WAITING_REVIEW,
+    ):
+        return
+    match = PR_NUMBER.search(task.pr_url or "")
+    if match is None:
+        return
+    coding.perform(
+        "create_pr",
+        by=ACTOR,
+        pr_number=int(match.group(1)),
+        pr_url=task.pr_url,
+        reason="the review approved the pull request",
+    )
+
+
+def stop_task_instances(task: Task, *, reason: str) -> list[str]:
+    """Terminate every instance of `task` not terminated yet; their ids."""
+    stopped = []
+    for instance in AgentInstance.objects.running().filter(task=task):
+        try:
+            instance.perform("terminate", by=ACTOR, reason=reason)
+        except (TransitionNotAllowed, VersionConflict):
+            continue  # someone else stopped it first
+        stopped.append(instance.instance_id)
+    return stopped
+
+
+__all__ = [
+    "begin_phase_instance",
+    "current_instance",
+    "end_phase_instance",
+    "instance_role",
+    "stop_task_instances",
+]
