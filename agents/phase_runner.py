@@ -12,10 +12,10 @@ model:
   branch, opens the pull request as a draft (perform_once, looked up with
   find_pull_request) and reads the CI state (the local forge has none: "none"
   counts as passing there);
-- verification: runs the repository's test command for real in the sandbox
-  before the agent starts; the real run's counts and failures go into the
-  report and overrule the agent; an approved verification marks the pull
-  request ready for review;
+- verification: runs the repository's test, lint and type-check commands for
+  real in the sandbox before the agent starts (agents.roles.qa); the real
+  runs' counts, failures and outcomes go into the report and overrule the
+  agent; an approved verification marks the pull request ready for review;
 - review: gives the reviewer the diff against the base branch;
 - release: merges the pull request at the verified head sha (perform_once) and
   closes the task's issue.
@@ -35,10 +35,10 @@ from django.conf import settings
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
-from agents.roles import Role, RoleContext, role_for
+from agents.roles import Role, RoleContext, qa, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import run_agent
-from agents.tools import Sandbox, ToolError, ToolRecord
+from agents.tools import Sandbox, ToolRecord
 from codex.core.errors import ClassifiedFailure
 from codex.core.side_effects import perform_once
 from codex.repositories.forge import Forge, get_forge
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NO_KEY_REASON = "no agent backend configured: set ANTHROPIC_API_KEY"
-DEFAULT_TEST_COMMAND = "python -B -m pytest -q -p no:cacheprovider"
 DIFF_CHARS = 60_000
 DOCUMENTS = {
     "intake": (),
@@ -77,18 +76,6 @@ DOCUMENTS = {
 # CI states a commit may have; "none" (no checks at all) passes on the local
 # forge only, which runs no CI.
 CI_PASSING = {"success": True, "failure": False, "error": False}
-
-
-def test_command(repository: Repository) -> str:
-    """The repository's test command: CODEX_TEST_COMMANDS[full_name or url],
-    else CODEX_TEST_COMMAND, else DEFAULT_TEST_COMMAND."""
-    per_repository = getattr(settings, "CODEX_TEST_COMMANDS", None) or {}
-    return (
-        per_repository.get(repository.full_name)
-        or per_repository.get(repository.url)
-        or getattr(settings, "CODEX_TEST_COMMAND", None)
-        or DEFAULT_TEST_COMMAND
-    )
 
 
 def worktree_path(task: Task) -> Path:
@@ -154,7 +141,7 @@ class AgentPhaseRunner:
         context = RoleContext(task=task, branch=branch)
         extra = ""
         if role.phase == "verification":
-            extra = self._run_tests(sandbox, context, repository)
+            extra = self._run_checks(sandbox, context, repository)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
         prompt = task_prompt(
@@ -224,28 +211,13 @@ class AgentPhaseRunner:
     # -- verification and review inputs -------------------------------------
 
     @staticmethod
-    def _run_tests(
+    def _run_checks(
         sandbox: Sandbox, context: RoleContext, repository: Repository
     ) -> str:
-        command = test_command(repository)
-        context.test_command = command
-        try:
-            run = sandbox.run_command(command)
-        except ToolError as exc:
-            context.test_exit_code = None
-            context.test_output = f"the test command could not run: {exc}"
-        else:
-            context.test_exit_code = run.exit_code
-            context.test_output = run.output
-        status = (
-            "timed out"
-            if context.test_exit_code is None
-            else f"exit code {context.test_exit_code}"
-        )
-        return (
-            f"The test command `{command}` was run in the worktree ({status}):\n"
-            + untrusted("test command output", context.test_output)
-        )
+        """Run the repository's test, lint and type-check commands for real
+        (agents.roles.qa); the results go to the role and into the prompt."""
+        context.checks = qa.run_checks(sandbox, repository)
+        return qa.checks_prompt(context.checks)
 
     @staticmethod
     def _diff(worktree: Path, repository: Repository) -> str:

@@ -385,9 +385,15 @@ CODEX_AGENT_CONTEXT_CHARS = env_int(
 # approve the release first.
 CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
 CODEX_TEST_COMMAND = env_str(
-    "CODEX_TEST_COMMAND", "python -B -m pytest -q -p no:cacheprovider"
+    "CODEX_TEST_COMMAND",
+    "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}",
 )
 CODEX_TEST_COMMANDS: dict[str, str] = {}
+# Lint and type check: run by QA when set (a repository's own command wins);
+# whether their failure fails verification.
+CODEX_LINT_COMMAND = env_str("CODEX_LINT_COMMAND", "")
+CODEX_TYPE_CHECK_COMMAND = env_str("CODEX_TYPE_CHECK_COMMAND", "")
+CODEX_QA_CHECKS_BLOCK = env_bool("CODEX_QA_CHECKS_BLOCK", True)
 CODEX_MERGE_METHOD = env_choice(
     "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
 )

@@ -27,10 +27,9 @@ class RoleContext:
 
     task: Task
     branch: str = ""
-    # verification: the repository's test command, run for real
-    test_command: str = ""
-    test_exit_code: int | None = None
-    test_output: str = ""
+    # verification: the repository's test, lint and type-check commands, run
+    # for real before the agent starts (agents.roles.qa.CheckRun)
+    checks: list[Any] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
