@@ -20,7 +20,9 @@ model:
 - release: merges the pull request at the verified head sha (perform_once) and
   closes the task's issue.
 
-With no ANTHROPIC_API_KEY every phase blocks with NO_KEY_REASON.
+With no ANTHROPIC_API_KEY every phase blocks with NO_KEY_REASON. A task whose
+runs have used up its budget (CODEX_TASK_MAX_COST_USD, CODEX_TASK_MAX_TOKENS)
+escalates without starting another; a run starts with what the task has left.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
 from agents.roles import Role, RoleContext, qa, role_for
 from agents.roles.base import task_prompt
-from agents.runtime import run_agent
+from agents.runtime import BUDGET_ESCALATION_CODE, Budget, TaskBudget, run_agent
 from agents.tools import Sandbox, ToolRecord
 from codex.core.errors import ClassifiedFailure
 from codex.core.side_effects import perform_once
@@ -119,6 +121,10 @@ class AgentPhaseRunner:
 
     def run(self, task: Task) -> PhaseResult:
         role = role_for(task.phase)
+        spent = TaskBudget.of(task).exhausted()
+        if spent:
+            # The task's runs used up its budget: a person raises it or stops.
+            return PhaseResult.escalate(spent, code=BUDGET_ESCALATION_CODE)
         try:
             client = model_client(role=role.name)
         except ModelNotConfigured:
@@ -162,6 +168,7 @@ class AgentPhaseRunner:
             prompt=prompt,
             result_schema=role.schema,
             tools=[*sandbox.tools(), *domain_tools(context)],
+            budget=TaskBudget.of(task).apply(Budget.from_settings()),
             on_tool=lambda record: self._record_tool(task, role, record),
         )
         if context.extra.get(HUMAN_QUESTIONS):

@@ -7,6 +7,8 @@ values at start-up. README.md has the table of variables.
 from __future__ import annotations
 
 import sys
+from decimal import Decimal as _Decimal
+from decimal import InvalidOperation as _InvalidOperation
 from pathlib import Path
 
 import dj_database_url
@@ -370,6 +372,17 @@ CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
 CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)
 CODEX_AGENT_MAX_COST_USD = env_str("CODEX_AGENT_MAX_COST_USD", "10")
 CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
+# A task's budget across all its agent runs (0: no cap); a run starts with
+# what is left, and a task with nothing left escalates.
+CODEX_TASK_MAX_COST_USD = env_str("CODEX_TASK_MAX_COST_USD", "50")
+try:
+    if not _Decimal(CODEX_TASK_MAX_COST_USD) >= 0:
+        raise _InvalidOperation
+except _InvalidOperation:
+    raise ImproperlyConfigured(
+        f"CODEX_TASK_MAX_COST_USD={CODEX_TASK_MAX_COST_USD!r} is not an amount >= 0"
+    ) from None
+CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
 CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
     "CODEX_AGENT_MAX_RESPONSE_TOKENS", 8192, minimum=256
 )
