@@ -16,7 +16,9 @@ model:
   real in the sandbox before the agent starts (agents.roles.qa); the real
   runs' counts, failures and outcomes go into the report and overrule the
   agent; an approved verification marks the pull request ready for review;
-- review: gives the reviewer the diff against the base branch;
+- review: gives the reviewer the diff against the base branch, and posts its
+  comments on the pull request as one review per cycle
+  (CODEX_REVIEW_POST_COMMENTS);
 - release: merges the pull request at the verified head sha (perform_once) and
   closes the task's issue.
 
@@ -37,12 +39,12 @@ from django.conf import settings
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
-from agents.roles import Role, RoleContext, qa, role_for
+from agents.roles import Role, RoleContext, qa, reviewer, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import BUDGET_ESCALATION_CODE, Budget, TaskBudget, run_agent
 from agents.tools import Sandbox, ToolRecord
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import perform_once
+from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Learning
 from codex.tasks.runners import PhaseResult
@@ -197,6 +199,8 @@ class AgentPhaseRunner:
                 and result.verification.get("recommendation") == "approve"
             ):
                 self._mark_ready(task, forge, branch)
+            if role.phase == "review" and result.review:
+                self._post_review(task, forge, branch, result.review)
         result.metrics = {**outcome.metrics.as_dict(), **result.metrics}
         return result
 
@@ -232,6 +236,59 @@ class AgentPhaseRunner:
         if len(diff) > DIFF_CHARS:
             diff = diff[:DIFF_CHARS] + f"\n[diff cut at {DIFF_CHARS} characters]"
         return "The pull request's diff:\n" + untrusted("pull request diff", diff)
+
+    @staticmethod
+    def _post_review(
+        task: Task, forge: Forge, branch: str, review: dict[str, Any]
+    ) -> None:
+        """Post the reviewer's comments on the open pull request as one review,
+        once per review cycle (perform_once, found again by its marker), when
+        CODEX_REVIEW_POST_COMMENTS is on and there are comments. Posting is a
+        courtesy to the people watching the pull request: a failure is
+        recorded on the task and does not undo the review, whose report is
+        the record the pipeline acts on."""
+        if not getattr(settings, "CODEX_REVIEW_POST_COMMENTS", True):
+            return
+        if not review.get("comments"):
+            return
+        cycle = task.review_cycles + 1
+        body = reviewer.review_body(task.task_id, cycle, review)
+        marker = reviewer.review_marker(task.task_id, cycle)
+        try:
+            pull = forge.find_pull_request(branch)
+            if pull is None or pull["state"] != "open":
+                return
+            number = pull["number"]
+            posted = perform_once(
+                f"pr:review:{task.repository.pk}:{number}:{task.task_id}:{cycle}",
+                lambda: dict(forge.post_review(number, body)),
+                lookup=lambda: (
+                    dict(found)
+                    if (found := forge.find_review(number, marker))
+                    else None
+                ),
+                task=task,
+                kind="comment",
+            )
+        except (ClassifiedFailure, SideEffectUncertain) as exc:
+            task.record(
+                "tool",
+                by="agent:reviewer",
+                reason=f"review comments not posted: {exc}"[:2000],
+                data={"tool": "post_review", "success": False, "cycle": cycle},
+            )
+            return
+        task.record(
+            "tool",
+            by="agent:reviewer",
+            reason=f"review comments posted: {posted.get('url', '')}",
+            data={
+                "tool": "post_review",
+                "success": True,
+                "cycle": cycle,
+                "comment": posted.get("id"),
+            },
+        )
 
     # -- implementation -----------------------------------------------------
 

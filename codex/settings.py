@@ -407,6 +407,8 @@ CODEX_TEST_COMMANDS: dict[str, str] = {}
 CODEX_LINT_COMMAND = env_str("CODEX_LINT_COMMAND", "")
 CODEX_TYPE_CHECK_COMMAND = env_str("CODEX_TYPE_CHECK_COMMAND", "")
 CODEX_QA_CHECKS_BLOCK = env_bool("CODEX_QA_CHECKS_BLOCK", True)
+# The reviewer's comments are posted on the pull request (one review a cycle).
+CODEX_REVIEW_POST_COMMENTS = env_bool("CODEX_REVIEW_POST_COMMENTS", True)
 CODEX_MERGE_METHOD = env_choice(
     "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
 )
