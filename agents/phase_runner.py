@@ -8,7 +8,9 @@ in a Sandbox of that worktree, and turns the submitted result into a
 PhaseResult. Around the agent, the runner does what must not be left to a
 model:
 
-- implementation: commits the developer's changes (commit_all), pushes the
+- implementation: tells the developer which tasks.md items are already
+  committed on the branch and gives it commit_task (one commit per finished
+  item, the recovery point); commits what is left (commit_all), pushes the
   branch, opens the pull request as a draft (perform_once, looked up with
   find_pull_request) and reads the CI state (the local forge has none: "none"
   counts as passing there);
@@ -39,10 +41,10 @@ from django.conf import settings
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
-from agents.roles import Role, RoleContext, qa, reviewer, role_for
+from agents.roles import Role, RoleContext, developer, qa, reviewer, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import BUDGET_ESCALATION_CODE, Budget, TaskBudget, run_agent
-from agents.tools import Sandbox, ToolRecord
+from agents.tools import Sandbox, Tool, ToolRecord
 from codex.core.errors import ClassifiedFailure
 from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.repositories.forge import Forge, get_forge
@@ -53,6 +55,7 @@ from integrations.git import (
     add_worktree,
     branch_name,
     commit_all,
+    committed_steps,
     ensure_mirror,
     head_sha,
     mirror_path,
@@ -152,6 +155,8 @@ class AgentPhaseRunner:
             extra = self._run_checks(sandbox, context, repository)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
+        elif role.phase == "implementation":
+            extra = self._committed_tasks(task, worktree, context)
         prompt = task_prompt(
             task,
             documents=latest_documents(task, DOCUMENTS[role.phase]),
@@ -169,7 +174,11 @@ class AgentPhaseRunner:
             ),
             prompt=prompt,
             result_schema=role.schema,
-            tools=[*sandbox.tools(), *domain_tools(context)],
+            tools=[
+                *sandbox.tools(),
+                *domain_tools(context),
+                *self._role_tools(task, role, worktree, context),
+            ],
             budget=TaskBudget.of(task).apply(Budget.from_settings()),
             on_tool=lambda record: self._record_tool(task, role, record),
         )
@@ -292,6 +301,46 @@ class AgentPhaseRunner:
 
     # -- implementation -----------------------------------------------------
 
+    @staticmethod
+    def _committed_tasks(task: Task, worktree: Path, context: RoleContext) -> str:
+        """The tasks.md items already committed on the branch (their
+        `Codex-Step` trailers), for the developer's prompt and tool."""
+        tasks_md = latest_documents(task, ("tasks.md",)).get("tasks.md", "")
+        items = developer.task_items(tasks_md)
+        committed = committed_steps(
+            worktree, f"origin/{task.repository.default_branch}", task.task_id
+        )
+        context.extra["task_items"] = items
+        context.extra["committed_steps"] = committed
+        return developer.progress_note(items, committed)
+
+    @staticmethod
+    def _role_tools(
+        task: Task, role: Role, worktree: Path, context: RoleContext
+    ) -> list[Tool]:
+        """Tools of one role: the developer's commit_task (a commit per
+        finished task, recorded as a commit tool event)."""
+        if role.phase != "implementation":
+            return []
+
+        def recorded(sha: str, item: developer.TaskItem) -> None:
+            task.record(
+                "tool",
+                by=f"agent:{role.name}",
+                reason=f"commit {sha[:12]} ({item.id})",
+                data={"tool": "commit", "success": True, "sha": sha, "step": item.id},
+            )
+
+        return [
+            developer.commit_tool(
+                worktree,
+                task.task_id,
+                context.extra.get("task_items") or [],
+                context.extra.setdefault("committed_steps", {}),
+                recorded,
+            )
+        ]
+
     def _implementation(
         self,
         task: Task,
@@ -320,6 +369,12 @@ class AgentPhaseRunner:
                 "the developer submitted without changing any file"
             )
         push(worktree, branch, forge.git_credentials())
+        # Every commit of the branch: the per-task recovery points and the last
+        # one (after the push, which may have rebased them).
+        commits = run_git(
+            ["rev-list", "--reverse", f"origin/{repository.default_branch}..HEAD"],
+            worktree,
+        ).split()
         pull = perform_once(
             f"pr:create:{repository.pk}:{branch}",
             lambda: forge.create_pull_request(
@@ -334,7 +389,7 @@ class AgentPhaseRunner:
             kind="pr",
         )
         result = role.to_phase_result(submitted, context)
-        result.commits = [sha] if sha else []
+        result.commits = commits
         result.branch = branch
         result.pr_url = pull["url"]
         current = head_sha(worktree)
