@@ -12,8 +12,9 @@ model:
   committed on the branch and gives it commit_task (one commit per finished
   item, the recovery point); commits what is left (commit_all), pushes the
   branch, opens the pull request as a draft (perform_once, looked up with
-  find_pull_request) and reads the CI state (the local forge has none: "none"
-  counts as passing there);
+  find_pull_request) and applies the CI policy (_ci_policy: pending waits and
+  is checked again without the agent; none passes on the local forge, and on
+  GitHub as CODEX_CI_NONE_PASSES says);
 - verification: runs the repository's test, lint and type-check commands for
   real in the sandbox before the agent starts (agents.roles.qa); the real
   runs' counts, failures and outcomes go into the report and overrule the
@@ -34,10 +35,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.utils.dateparse import parse_datetime
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.prompts import system_blocks, untrusted
@@ -80,9 +84,14 @@ DOCUMENTS = {
     "review": ("spec.md", "plan.md"),
     "release": ("spec.md",),
 }
-# CI states a commit may have; "none" (no checks at all) passes on the local
-# forge only, which runs no CI.
+# CI states a commit may have. "pending" waits and checks again (ci_policy);
+# "none" (no checks at all) passes on the local forge, which runs no CI, and on
+# GitHub as CODEX_CI_NONE_PASSES says.
 CI_PASSING = {"success": True, "failure": False, "error": False}
+CI_PENDING = re.compile(
+    r"^CI pending on (?P<sha>[0-9a-f]{7,64}) \((?P<done>\d+) of (?P<total>\d+) "
+    r"tasks done\)"
+)
 
 
 def worktree_path(task: Task) -> Path:
@@ -146,6 +155,10 @@ class AgentPhaseRunner:
         forge = get_forge(repository)
         branch = branch_name(task.task_id)
         worktree = prepare_worktree(task, forge, branch)
+        if role.phase == "implementation":
+            awaited = self._recheck_ci(task, forge, worktree, branch)
+            if awaited is not None:
+                return awaited
         sandbox = Sandbox(
             worktree, path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None
         )
@@ -393,12 +406,90 @@ class AgentPhaseRunner:
         result.branch = branch
         result.pr_url = pull["url"]
         current = head_sha(worktree)
-        state = forge.checks_state(current)
-        if state == "none" and repository.is_local:
-            result.ci_passing = True
-        else:
-            result.ci_passing = CI_PASSING.get(state)
+        return self._ci_policy(task, result, forge.checks_state(current), current)
+
+    @staticmethod
+    def _ci_policy(
+        task: Task, result: PhaseResult, state: str, sha: str
+    ) -> PhaseResult:
+        """`result` with the CI state of the pushed head `sha` applied:
+
+        - success → passing; failure or error → not passing;
+        - pending, with every task done → blocked for
+          CODEX_CI_PENDING_RETRY_SECONDS and checked again then (without
+          running the agent, see _recheck_ci); at most CODEX_MAX_RETRIES
+          times, after which the pipeline escalates (retry limit);
+        - none (no checks configured): passing on the local forge; on GitHub
+          passing when CODEX_CI_NONE_PASSES is on (the default), else, with
+          every task done, an escalation: a person decides.
+
+        With tasks still to do, pending and none leave ci_passing unknown:
+        the next step continues the work and looks again."""
+        done = result.current_task or 0
+        finished = task.total_tasks > 0 and done >= task.total_tasks
+        if state == "pending" and finished:
+            seconds = int(getattr(settings, "CODEX_CI_PENDING_RETRY_SECONDS", 300))
+            blocked = PhaseResult.blocked(
+                f"CI pending on {sha} ({done} of {task.total_tasks} tasks done); "
+                f"checking again in {seconds}s",
+                retry_after=timedelta(seconds=seconds),
+            )
+            blocked.metrics = result.metrics
+            return blocked
+        if state == "none":
+            if task.repository.is_local or getattr(
+                settings, "CODEX_CI_NONE_PASSES", True
+            ):
+                result.ci_passing = True
+            elif finished:
+                escalation = PhaseResult.escalate(
+                    f"no CI checks reported for {sha[:12]} and CODEX_CI_NONE_PASSES "
+                    "is off: a person decides whether the change goes on without CI"
+                )
+                escalation.metrics = result.metrics
+                return escalation
+            else:
+                result.ci_passing = None
+            return result
+        result.ci_passing = CI_PASSING.get(state)
         return result
+
+    def _recheck_ci(
+        self, task: Task, forge: Forge, worktree: Path, branch: str
+    ) -> PhaseResult | None:
+        """The step after a "CI pending" block: when the task's last error
+        since entering the phase is that block and the worktree is still at
+        the pushed sha, only the CI state is read again (no agent, no cost).
+        None: run the developer as usual."""
+        last = task.errors[-1] if task.errors else None
+        if not last or last.get("phase") != "implementation":
+            return None
+        waiting = CI_PENDING.match(last.get("message") or "")
+        at = parse_datetime(last.get("timestamp") or "")
+        if waiting is None or at is None or at < task.phase_entered_at:
+            return None
+        sha = waiting["sha"]
+        if head_sha(worktree) != sha or run_git(["status", "--porcelain"], worktree):
+            return None
+        pull = forge.find_pull_request(branch)
+        if pull is None or pull["state"] != "open" or pull["head_sha"] != sha:
+            return None
+        base = f"origin/{task.repository.default_branch}"
+        result = PhaseResult(
+            current_task=min(int(waiting["done"]), task.total_tasks),
+            commits=run_git(
+                ["rev-list", "--reverse", f"{base}..HEAD"], worktree
+            ).split(),
+            branch=branch,
+            pr_url=pull["url"],
+        )
+        task.record(
+            "tool",
+            by="agent:developer",
+            reason=f"CI re-checked on {sha[:12]}",
+            data={"tool": "ci_check", "success": True, "sha": sha},
+        )
+        return self._ci_policy(task, result, forge.checks_state(sha), sha)
 
     @staticmethod
     def _mark_ready(task: Task, forge: Forge, branch: str) -> None:

@@ -409,6 +409,13 @@ CODEX_TYPE_CHECK_COMMAND = env_str("CODEX_TYPE_CHECK_COMMAND", "")
 CODEX_QA_CHECKS_BLOCK = env_bool("CODEX_QA_CHECKS_BLOCK", True)
 # The reviewer's comments are posted on the pull request (one review a cycle).
 CODEX_REVIEW_POST_COMMENTS = env_bool("CODEX_REVIEW_POST_COMMENTS", True)
+# CI of the pushed head: "pending" blocks and is checked again after this many
+# seconds (at most CODEX_MAX_RETRIES times); "none" (no checks configured on
+# GitHub) passes unless this is off, then a person decides.
+CODEX_CI_PENDING_RETRY_SECONDS = env_int(
+    "CODEX_CI_PENDING_RETRY_SECONDS", 300, minimum=10
+)
+CODEX_CI_NONE_PASSES = env_bool("CODEX_CI_NONE_PASSES", True)
 CODEX_MERGE_METHOD = env_choice(
     "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
 )
