@@ -166,6 +166,10 @@ class AgentPhaseRunner:
         extra = ""
         if role.phase == "verification":
             extra = self._run_checks(sandbox, context, repository)
+            unrunnable = qa.unrunnable(context.checks)
+            if unrunnable:
+                # A configuration problem no developer can fix: ask a person.
+                return PhaseResult.escalate(unrunnable)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
         elif role.phase == "implementation":

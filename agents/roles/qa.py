@@ -215,6 +215,24 @@ def run_check(sandbox: Sandbox, kind: str, command: str) -> CheckRun:
     return check
 
 
+def unrunnable(checks: list[CheckRun]) -> str:
+    """Why verification cannot go on, when a configured command could not
+    even start (an unknown or disallowed program, unparsable quoting): that
+    is for a person to fix in the repository's commands, not for the
+    developer. "" when every command ran."""
+    broken = [check for check in checks if check.status == "not_run"]
+    if not broken:
+        return ""
+    return "; ".join(
+        f"the {CHECK_LABELS.get(c.kind, c.kind)} command `{c.command}` could not "
+        f"run: {c.not_run}"
+        for c in broken
+    ) + (
+        " (fix the repository's verification commands in the admin, or "
+        "CODEX_SANDBOX_PATH)"
+    )
+
+
 # -- JUnit XML ----------------------------------------------------------------------
 
 

@@ -298,3 +298,14 @@ def test_criteria_need_a_pass_and_the_older_met_form_is_read():
     ]
     assert "met" not in verification["acceptance_criteria"][0]
     assert verification["recommendation"] == "request_changes"
+
+
+def test_unrunnable_names_each_command_that_could_not_start():
+    checks = [
+        passing_test(),
+        qa.CheckRun(kind="lint", command="eslint .", not_run="'eslint' is not allowed"),
+    ]
+    reason = qa.unrunnable(checks)
+    assert reason.startswith("the lint command `eslint .` could not run: 'eslint'")
+    assert "verification commands" in reason
+    assert qa.unrunnable([passing_test()]) == ""
