@@ -8,19 +8,26 @@ in a Sandbox of that worktree, and turns the submitted result into a
 PhaseResult. Around the agent, the runner does what must not be left to a
 model:
 
-- implementation: commits the developer's changes (commit_all), pushes the
+- implementation: tells the developer which tasks.md items are already
+  committed on the branch and gives it commit_task (one commit per finished
+  item, the recovery point); commits what is left (commit_all), pushes the
   branch, opens the pull request as a draft (perform_once, looked up with
-  find_pull_request) and reads the CI state (the local forge has none: "none"
-  counts as passing there);
-- verification: runs the repository's test command for real in the sandbox
-  before the agent starts; the real run's counts and failures go into the
-  report and overrule the agent; an approved verification marks the pull
-  request ready for review;
-- review: gives the reviewer the diff against the base branch;
+  find_pull_request) and applies the CI policy (_ci_policy: pending waits and
+  is checked again without the agent; none passes on the local forge, and on
+  GitHub as CODEX_CI_NONE_PASSES says);
+- verification: runs the repository's test, lint and type-check commands for
+  real in the sandbox before the agent starts (agents.roles.qa); the real
+  runs' counts, failures and outcomes go into the report and overrule the
+  agent; an approved verification marks the pull request ready for review;
+- review: gives the reviewer the diff against the base branch, and posts its
+  comments on the pull request as one review per cycle
+  (CODEX_REVIEW_POST_COMMENTS);
 - release: merges the pull request at the verified head sha (perform_once) and
   closes the task's issue.
 
-With no ANTHROPIC_API_KEY every phase blocks with NO_KEY_REASON.
+With no ANTHROPIC_API_KEY every phase blocks with NO_KEY_REASON. A task whose
+runs have used up its budget (CODEX_TASK_MAX_COST_USD, CODEX_TASK_MAX_TOKENS)
+escalates without starting another; a run starts with what the task has left.
 """
 
 from __future__ import annotations
@@ -28,20 +35,23 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.utils.dateparse import parse_datetime
 
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
 from agents.prompts import system_blocks, untrusted
-from agents.roles import Role, RoleContext, role_for
+from agents.roles import Role, RoleContext, developer, qa, reviewer, role_for
 from agents.roles.base import task_prompt
-from agents.runtime import run_agent
-from agents.tools import Sandbox, ToolError, ToolRecord
+from agents.runtime import BUDGET_ESCALATION_CODE, Budget, TaskBudget, run_agent
+from agents.tools import Sandbox, Tool, ToolRecord
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import perform_once
+from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Learning
 from codex.tasks.runners import PhaseResult
@@ -50,6 +60,7 @@ from integrations.git import (
     add_worktree,
     branch_name,
     commit_all,
+    committed_steps,
     ensure_mirror,
     head_sha,
     mirror_path,
@@ -65,7 +76,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NO_KEY_REASON = "no agent backend configured: set ANTHROPIC_API_KEY"
-DEFAULT_TEST_COMMAND = "python -B -m pytest -q -p no:cacheprovider"
 DIFF_CHARS = 60_000
 DOCUMENTS = {
     "intake": (),
@@ -75,21 +85,14 @@ DOCUMENTS = {
     "review": ("spec.md", "plan.md"),
     "release": ("spec.md",),
 }
-# CI states a commit may have; "none" (no checks at all) passes on the local
-# forge only, which runs no CI.
+# CI states a commit may have. "pending" waits and checks again (ci_policy);
+# "none" (no checks at all) passes on the local forge, which runs no CI, and on
+# GitHub as CODEX_CI_NONE_PASSES says.
 CI_PASSING = {"success": True, "failure": False, "error": False}
-
-
-def test_command(repository: Repository) -> str:
-    """The repository's test command: CODEX_TEST_COMMANDS[full_name or url],
-    else CODEX_TEST_COMMAND, else DEFAULT_TEST_COMMAND."""
-    per_repository = getattr(settings, "CODEX_TEST_COMMANDS", None) or {}
-    return (
-        per_repository.get(repository.full_name)
-        or per_repository.get(repository.url)
-        or getattr(settings, "CODEX_TEST_COMMAND", None)
-        or DEFAULT_TEST_COMMAND
-    )
+CI_PENDING = re.compile(
+    r"^CI pending on (?P<sha>[0-9a-f]{7,64}) \((?P<done>\d+) of (?P<total>\d+) "
+    r"tasks done\)"
+)
 
 
 def worktree_path(task: Task) -> Path:
@@ -133,6 +136,10 @@ class AgentPhaseRunner:
 
     def run(self, task: Task) -> PhaseResult:
         role = role_for(task.phase)
+        spent = TaskBudget.of(task).exhausted()
+        if spent:
+            # The task's runs used up its budget: a person raises it or stops.
+            return PhaseResult.escalate(spent, code=BUDGET_ESCALATION_CODE)
         try:
             client = model_client(role=role.name)
         except ModelNotConfigured:
@@ -159,15 +166,25 @@ class AgentPhaseRunner:
         forge = get_forge(repository)
         branch = branch_name(task.task_id)
         worktree = prepare_worktree(task, forge, branch)
+        if role.phase == "implementation":
+            awaited = self._recheck_ci(task, forge, worktree, branch)
+            if awaited is not None:
+                return awaited
         sandbox = Sandbox(
             worktree, path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None
         )
         context = RoleContext(task=task, branch=branch, client=client)
         extra = ""
         if role.phase == "verification":
-            extra = self._run_tests(sandbox, context, repository)
+            extra = self._run_checks(sandbox, context, repository)
+            unrunnable = qa.unrunnable(context.checks)
+            if unrunnable:
+                # A configuration problem no developer can fix: ask a person.
+                return PhaseResult.escalate(unrunnable)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
+        elif role.phase == "implementation":
+            extra = self._committed_tasks(task, worktree, context)
         prompt = task_prompt(
             task,
             documents=latest_documents(task, DOCUMENTS[role.phase]),
@@ -185,7 +202,12 @@ class AgentPhaseRunner:
             ),
             prompt=prompt,
             result_schema=role.schema,
-            tools=[*sandbox.tools(), *domain_tools(context)],
+            tools=[
+                *sandbox.tools(),
+                *domain_tools(context),
+                *self._role_tools(task, role, worktree, context),
+            ],
+            budget=TaskBudget.of(task).apply(Budget.from_settings()),
             on_tool=lambda record: self._record_tool(task, role, record),
         )
         context.charge(outcome.metrics)  # answers to questions between roles
@@ -215,6 +237,8 @@ class AgentPhaseRunner:
                 and result.verification.get("recommendation") == "approve"
             ):
                 self._mark_ready(task, forge, branch)
+            if role.phase == "review" and result.review:
+                self._post_review(task, forge, branch, result.review)
         result.metrics = {**outcome.metrics.as_dict(), **result.metrics}
         return result
 
@@ -236,28 +260,13 @@ class AgentPhaseRunner:
     # -- verification and review inputs -------------------------------------
 
     @staticmethod
-    def _run_tests(
+    def _run_checks(
         sandbox: Sandbox, context: RoleContext, repository: Repository
     ) -> str:
-        command = test_command(repository)
-        context.test_command = command
-        try:
-            run = sandbox.run_command(command)
-        except ToolError as exc:
-            context.test_exit_code = None
-            context.test_output = f"the test command could not run: {exc}"
-        else:
-            context.test_exit_code = run.exit_code
-            context.test_output = run.output
-        status = (
-            "timed out"
-            if context.test_exit_code is None
-            else f"exit code {context.test_exit_code}"
-        )
-        return (
-            f"The test command `{command}` was run in the worktree ({status}):\n"
-            + untrusted("test command output", context.test_output)
-        )
+        """Run the repository's test, lint and type-check commands for real
+        (agents.roles.qa); the results go to the role and into the prompt."""
+        context.checks = qa.run_checks(sandbox, repository)
+        return qa.checks_prompt(context.checks)
 
     @staticmethod
     def _diff(worktree: Path, repository: Repository) -> str:
@@ -266,7 +275,100 @@ class AgentPhaseRunner:
             diff = diff[:DIFF_CHARS] + f"\n[diff cut at {DIFF_CHARS} characters]"
         return "The pull request's diff:\n" + untrusted("pull request diff", diff)
 
+    @staticmethod
+    def _post_review(
+        task: Task, forge: Forge, branch: str, review: dict[str, Any]
+    ) -> None:
+        """Post the reviewer's comments on the open pull request as one review,
+        once per review cycle (perform_once, found again by its marker), when
+        CODEX_REVIEW_POST_COMMENTS is on and there are comments. Posting is a
+        courtesy to the people watching the pull request: a failure is
+        recorded on the task and does not undo the review, whose report is
+        the record the pipeline acts on."""
+        if not getattr(settings, "CODEX_REVIEW_POST_COMMENTS", True):
+            return
+        if not review.get("comments"):
+            return
+        cycle = task.review_cycles + 1
+        body = reviewer.review_body(task.task_id, cycle, review)
+        marker = reviewer.review_marker(task.task_id, cycle)
+        try:
+            pull = forge.find_pull_request(branch)
+            if pull is None or pull["state"] != "open":
+                return
+            number = pull["number"]
+            posted = perform_once(
+                f"pr:review:{task.repository.pk}:{number}:{task.task_id}:{cycle}",
+                lambda: dict(forge.post_review(number, body)),
+                lookup=lambda: (
+                    dict(found)
+                    if (found := forge.find_review(number, marker))
+                    else None
+                ),
+                task=task,
+                kind="comment",
+            )
+        except (ClassifiedFailure, SideEffectUncertain) as exc:
+            task.record(
+                "tool",
+                by="agent:reviewer",
+                reason=f"review comments not posted: {exc}"[:2000],
+                data={"tool": "post_review", "success": False, "cycle": cycle},
+            )
+            return
+        task.record(
+            "tool",
+            by="agent:reviewer",
+            reason=f"review comments posted: {posted.get('url', '')}",
+            data={
+                "tool": "post_review",
+                "success": True,
+                "cycle": cycle,
+                "comment": posted.get("id"),
+            },
+        )
+
     # -- implementation -----------------------------------------------------
+
+    @staticmethod
+    def _committed_tasks(task: Task, worktree: Path, context: RoleContext) -> str:
+        """The tasks.md items already committed on the branch (their
+        `Codex-Step` trailers), for the developer's prompt and tool."""
+        tasks_md = latest_documents(task, ("tasks.md",)).get("tasks.md", "")
+        items = developer.task_items(tasks_md)
+        committed = committed_steps(
+            worktree, f"origin/{task.repository.default_branch}", task.task_id
+        )
+        context.extra["task_items"] = items
+        context.extra["committed_steps"] = committed
+        return developer.progress_note(items, committed)
+
+    @staticmethod
+    def _role_tools(
+        task: Task, role: Role, worktree: Path, context: RoleContext
+    ) -> list[Tool]:
+        """Tools of one role: the developer's commit_task (a commit per
+        finished task, recorded as a commit tool event)."""
+        if role.phase != "implementation":
+            return []
+
+        def recorded(sha: str, item: developer.TaskItem) -> None:
+            task.record(
+                "tool",
+                by=f"agent:{role.name}",
+                reason=f"commit {sha[:12]} ({item.id})",
+                data={"tool": "commit", "success": True, "sha": sha, "step": item.id},
+            )
+
+        return [
+            developer.commit_tool(
+                worktree,
+                task.task_id,
+                context.extra.get("task_items") or [],
+                context.extra.setdefault("committed_steps", {}),
+                recorded,
+            )
+        ]
 
     def _implementation(
         self,
@@ -296,6 +398,12 @@ class AgentPhaseRunner:
                 "the developer submitted without changing any file"
             )
         push(worktree, branch, forge.git_credentials())
+        # Every commit of the branch: the per-task recovery points and the last
+        # one (after the push, which may have rebased them).
+        commits = run_git(
+            ["rev-list", "--reverse", f"origin/{repository.default_branch}..HEAD"],
+            worktree,
+        ).split()
         pull = perform_once(
             f"pr:create:{repository.pk}:{branch}",
             lambda: forge.create_pull_request(
@@ -310,16 +418,94 @@ class AgentPhaseRunner:
             kind="pr",
         )
         result = role.to_phase_result(submitted, context)
-        result.commits = [sha] if sha else []
+        result.commits = commits
         result.branch = branch
         result.pr_url = pull["url"]
         current = head_sha(worktree)
-        state = forge.checks_state(current)
-        if state == "none" and repository.is_local:
-            result.ci_passing = True
-        else:
-            result.ci_passing = CI_PASSING.get(state)
+        return self._ci_policy(task, result, forge.checks_state(current), current)
+
+    @staticmethod
+    def _ci_policy(
+        task: Task, result: PhaseResult, state: str, sha: str
+    ) -> PhaseResult:
+        """`result` with the CI state of the pushed head `sha` applied:
+
+        - success → passing; failure or error → not passing;
+        - pending, with every task done → blocked for
+          CODEX_CI_PENDING_RETRY_SECONDS and checked again then (without
+          running the agent, see _recheck_ci); at most CODEX_MAX_RETRIES
+          times, after which the pipeline escalates (retry limit);
+        - none (no checks configured): passing on the local forge; on GitHub
+          passing when CODEX_CI_NONE_PASSES is on (the default), else, with
+          every task done, an escalation: a person decides.
+
+        With tasks still to do, pending and none leave ci_passing unknown:
+        the next step continues the work and looks again."""
+        done = result.current_task or 0
+        finished = task.total_tasks > 0 and done >= task.total_tasks
+        if state == "pending" and finished:
+            seconds = int(getattr(settings, "CODEX_CI_PENDING_RETRY_SECONDS", 300))
+            blocked = PhaseResult.blocked(
+                f"CI pending on {sha} ({done} of {task.total_tasks} tasks done); "
+                f"checking again in {seconds}s",
+                retry_after=timedelta(seconds=seconds),
+            )
+            blocked.metrics = result.metrics
+            return blocked
+        if state == "none":
+            if task.repository.is_local or getattr(
+                settings, "CODEX_CI_NONE_PASSES", True
+            ):
+                result.ci_passing = True
+            elif finished:
+                escalation = PhaseResult.escalate(
+                    f"no CI checks reported for {sha[:12]} and CODEX_CI_NONE_PASSES "
+                    "is off: a person decides whether the change goes on without CI"
+                )
+                escalation.metrics = result.metrics
+                return escalation
+            else:
+                result.ci_passing = None
+            return result
+        result.ci_passing = CI_PASSING.get(state)
         return result
+
+    def _recheck_ci(
+        self, task: Task, forge: Forge, worktree: Path, branch: str
+    ) -> PhaseResult | None:
+        """The step after a "CI pending" block: when the task's last error
+        since entering the phase is that block and the worktree is still at
+        the pushed sha, only the CI state is read again (no agent, no cost).
+        None: run the developer as usual."""
+        last = task.errors[-1] if task.errors else None
+        if not last or last.get("phase") != "implementation":
+            return None
+        waiting = CI_PENDING.match(last.get("message") or "")
+        at = parse_datetime(last.get("timestamp") or "")
+        if waiting is None or at is None or at < task.phase_entered_at:
+            return None
+        sha = waiting["sha"]
+        if head_sha(worktree) != sha or run_git(["status", "--porcelain"], worktree):
+            return None
+        pull = forge.find_pull_request(branch)
+        if pull is None or pull["state"] != "open" or pull["head_sha"] != sha:
+            return None
+        base = f"origin/{task.repository.default_branch}"
+        result = PhaseResult(
+            current_task=min(int(waiting["done"]), task.total_tasks),
+            commits=run_git(
+                ["rev-list", "--reverse", f"{base}..HEAD"], worktree
+            ).split(),
+            branch=branch,
+            pr_url=pull["url"],
+        )
+        task.record(
+            "tool",
+            by="agent:developer",
+            reason=f"CI re-checked on {sha[:12]}",
+            data={"tool": "ci_check", "success": True, "sha": sha},
+        )
+        return self._ci_policy(task, result, forge.checks_state(sha), sha)
 
     @staticmethod
     def _mark_ready(task: Task, forge: Forge, branch: str) -> None:

@@ -65,7 +65,8 @@ class Budget:
     """Limits of one run. Turns, tokens and cost are hard caps; time gets a
     wrap-up instruction at `wrap_up_at` (a fraction of each limit) and is a
     hard cap at its end. Tokens count every token of every call (cached reads
-    included), the same total as AgentRun.total_tokens."""
+    included), the same total as AgentRun.total_tokens. Tokens and cost are
+    also held to what the task has left (`task_*`, from TaskBudget.apply)."""
 
     max_turns: int = 60
     max_tokens: int = 5_000_000
@@ -100,10 +101,17 @@ class Budget:
             context_chars=int(get("CODEX_AGENT_CONTEXT_CHARS", base.context_chars)),
         )
 
+    # The task's own budget (TaskBudget.apply): its caps and what the task's
+    # earlier runs spent. None: no task cap.
+    task_max_cost_usd: Decimal | None = None
+    task_spent_cost_usd: Decimal = Decimal(0)
+    task_max_tokens: int | None = None
+    task_spent_tokens: int = 0
+
     def limited_to(
         self, *, cost_usd: Decimal | None = None, tokens: int | None = None
     ) -> Budget:
-        """This budget, tightened to what is left of the task's own budget."""
+        """This budget, with the run's caps tightened to `cost_usd`/`tokens`."""
         return replace(
             self,
             max_cost_usd=self.max_cost_usd
@@ -112,6 +120,120 @@ class Budget:
             max_tokens=self.max_tokens
             if tokens is None
             else max(0, min(self.max_tokens, tokens)),
+        )
+
+    @property
+    def cost_cap(self) -> Decimal:
+        """What this run may spend: its own cap, or less when the task has
+        less left."""
+        if self.task_max_cost_usd is None:
+            return self.max_cost_usd
+        left = max(Decimal(0), self.task_max_cost_usd - self.task_spent_cost_usd)
+        return min(self.max_cost_usd, left)
+
+    @property
+    def token_cap(self) -> int:
+        """The tokens this run may use (its cap, or what the task has left)."""
+        if self.task_max_tokens is None:
+            return self.max_tokens
+        return min(
+            self.max_tokens, max(0, self.task_max_tokens - self.task_spent_tokens)
+        )
+
+    def exhausted_by(self, *, cost_usd: Decimal, tokens: int) -> str:
+        """The token or cost budget a run that used `tokens` and `cost_usd`
+        has run out of (the task's when that is the tighter one), or ""."""
+        if tokens >= self.token_cap:
+            if self.token_cap < self.max_tokens:
+                total = self.task_spent_tokens + tokens
+                return (
+                    f"task token budget exhausted ({total} of "
+                    f"{self.task_max_tokens} tokens used by the task's runs; "
+                    "raise CODEX_TASK_MAX_TOKENS to go on)"
+                )
+            return f"token budget exhausted ({tokens} of {self.max_tokens} tokens)"
+        if cost_usd >= self.cost_cap:
+            if self.cost_cap < self.max_cost_usd:
+                total = self.task_spent_cost_usd + cost_usd
+                return (
+                    f"task cost budget exhausted (${usd(total)} of "
+                    f"${usd(self.task_max_cost_usd)} spent by the task's runs; "
+                    "raise CODEX_TASK_MAX_COST_USD to go on)"
+                )
+            return f"cost budget exhausted (${cost_usd} of ${self.max_cost_usd} spent)"
+        return ""
+
+
+def usd(amount: Decimal | None) -> str:
+    """An amount of dollars for a message: cents."""
+    return f"{Decimal(amount or 0).quantize(Decimal('0.01'))}"
+
+
+@dataclass(frozen=True)
+class TaskBudget:
+    """A task's budget across all its agent runs (CODEX_TASK_MAX_COST_USD,
+    CODEX_TASK_MAX_TOKENS; 0 = no cap): the caps and the sums of the task's
+    AgentRuns. A run starts with what is left (`apply`); a task with nothing
+    left does not start one (`exhausted`)."""
+
+    max_cost_usd: Decimal | None
+    max_tokens: int | None
+    spent_cost_usd: Decimal = Decimal(0)
+    spent_tokens: int = 0
+    runs: int = 0
+
+    @classmethod
+    def of(cls, task: Any) -> TaskBudget:
+        """The caps from the settings and what `task`'s runs have spent."""
+        from django.db.models import Count, F, Sum
+
+        from codex.fleet.models import AgentRun
+
+        cost = Decimal(str(getattr(settings, "CODEX_TASK_MAX_COST_USD", 0) or 0))
+        tokens = int(getattr(settings, "CODEX_TASK_MAX_TOKENS", 0) or 0)
+        sums = AgentRun.objects.filter(task=task).aggregate(
+            cost=Sum("cost_usd"),
+            tokens=Sum(
+                F("input_tokens")
+                + F("output_tokens")
+                + F("cache_write_tokens")
+                + F("cache_read_tokens")
+            ),
+            runs=Count("id"),
+        )
+        return cls(
+            max_cost_usd=cost if cost > 0 else None,
+            max_tokens=tokens if tokens > 0 else None,
+            spent_cost_usd=Decimal(sums["cost"] or 0),
+            spent_tokens=int(sums["tokens"] or 0),
+            runs=int(sums["runs"] or 0),
+        )
+
+    def exhausted(self) -> str:
+        """Why no further run may start, or ""."""
+        if self.max_cost_usd is not None and self.spent_cost_usd >= self.max_cost_usd:
+            return (
+                f"task cost budget exhausted (${usd(self.spent_cost_usd)} of "
+                f"${usd(self.max_cost_usd)} spent over {self.runs} runs; raise "
+                "CODEX_TASK_MAX_COST_USD to go on)"
+            )
+        if self.max_tokens is not None and self.spent_tokens >= self.max_tokens:
+            return (
+                f"task token budget exhausted ({self.spent_tokens} of "
+                f"{self.max_tokens} tokens used over {self.runs} runs; raise "
+                "CODEX_TASK_MAX_TOKENS to go on)"
+            )
+        return ""
+
+    def apply(self, budget: Budget) -> Budget:
+        """`budget` for a run of this task: it ends where the task's runs
+        together reach the task's caps."""
+        return replace(
+            budget,
+            task_max_cost_usd=self.max_cost_usd,
+            task_spent_cost_usd=self.spent_cost_usd,
+            task_max_tokens=self.max_tokens,
+            task_spent_tokens=self.spent_tokens,
         )
 
 
@@ -432,10 +554,9 @@ class _Run:
         b, m = self.budget, self.metrics
         if m.turns >= b.max_turns:
             return f"turn budget exhausted ({m.turns} of {b.max_turns} turns)"
-        if m.tokens >= b.max_tokens:
-            return f"token budget exhausted ({m.tokens} of {b.max_tokens} tokens)"
-        if m.cost_usd >= b.max_cost_usd:
-            return f"cost budget exhausted (${m.cost_usd} of ${b.max_cost_usd} spent)"
+        spent = b.exhausted_by(cost_usd=m.cost_usd, tokens=m.tokens)
+        if spent:
+            return spent
         elapsed = self.clock() - self.started
         if elapsed >= b.max_seconds:
             return f"time budget exhausted ({elapsed:.0f}s of {b.max_seconds:g}s)"
@@ -445,8 +566,8 @@ class _Run:
         b, m, f = self.budget, self.metrics, self.budget.wrap_up_at
         return (
             m.turns >= b.max_turns * f
-            or m.tokens >= b.max_tokens * f
-            or m.cost_usd >= b.max_cost_usd * Decimal(str(f))
+            or m.tokens >= b.token_cap * f
+            or m.cost_usd >= b.cost_cap * Decimal(str(f))
             or self.clock() - self.started >= b.max_seconds * f
         )
 

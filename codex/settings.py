@@ -7,6 +7,8 @@ values at start-up. README.md has the table of variables.
 from __future__ import annotations
 
 import sys
+from decimal import Decimal as _Decimal
+from decimal import InvalidOperation as _InvalidOperation
 from pathlib import Path
 
 import dj_database_url
@@ -371,6 +373,17 @@ CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
 CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)
 CODEX_AGENT_MAX_COST_USD = env_str("CODEX_AGENT_MAX_COST_USD", "10")
 CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
+# A task's budget across all its agent runs (0: no cap); a run starts with
+# what is left, and a task with nothing left escalates.
+CODEX_TASK_MAX_COST_USD = env_str("CODEX_TASK_MAX_COST_USD", "50")
+try:
+    if not _Decimal(CODEX_TASK_MAX_COST_USD) >= 0:
+        raise _InvalidOperation
+except _InvalidOperation:
+    raise ImproperlyConfigured(
+        f"CODEX_TASK_MAX_COST_USD={CODEX_TASK_MAX_COST_USD!r} is not an amount >= 0"
+    ) from None
+CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
 CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
     "CODEX_AGENT_MAX_RESPONSE_TOKENS", 8192, minimum=256
 )
@@ -386,9 +399,24 @@ CODEX_AGENT_CONTEXT_CHARS = env_int(
 # approve the release first.
 CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
 CODEX_TEST_COMMAND = env_str(
-    "CODEX_TEST_COMMAND", "python -B -m pytest -q -p no:cacheprovider"
+    "CODEX_TEST_COMMAND",
+    "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}",
 )
 CODEX_TEST_COMMANDS: dict[str, str] = {}
+# Lint and type check: run by QA when set (a repository's own command wins);
+# whether their failure fails verification.
+CODEX_LINT_COMMAND = env_str("CODEX_LINT_COMMAND", "")
+CODEX_TYPE_CHECK_COMMAND = env_str("CODEX_TYPE_CHECK_COMMAND", "")
+CODEX_QA_CHECKS_BLOCK = env_bool("CODEX_QA_CHECKS_BLOCK", True)
+# The reviewer's comments are posted on the pull request (one review a cycle).
+CODEX_REVIEW_POST_COMMENTS = env_bool("CODEX_REVIEW_POST_COMMENTS", True)
+# CI of the pushed head: "pending" blocks and is checked again after this many
+# seconds (at most CODEX_MAX_RETRIES times); "none" (no checks configured on
+# GitHub) passes unless this is off, then a person decides.
+CODEX_CI_PENDING_RETRY_SECONDS = env_int(
+    "CODEX_CI_PENDING_RETRY_SECONDS", 300, minimum=10
+)
+CODEX_CI_NONE_PASSES = env_bool("CODEX_CI_NONE_PASSES", True)
 CODEX_MERGE_METHOD = env_choice(
     "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
 )

@@ -44,10 +44,9 @@ class RoleContext:
 
     task: Task
     branch: str = ""
-    # verification: the repository's test command, run for real
-    test_command: str = ""
-    test_exit_code: int | None = None
-    test_output: str = ""
+    # verification: the repository's test, lint and type-check commands, run
+    # for real before the agent starts (agents.roles.qa.CheckRun)
+    checks: list[Any] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     # The run's model client (questions between roles are answered through it)
     # and what those side calls used, added to the run's metrics by `charge`.

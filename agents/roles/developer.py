@@ -1,13 +1,30 @@
-"""Developer (implementation): the tasks of tasks.md, in the worktree. The
-phase runner commits, pushes and opens the (draft) pull request afterwards;
-this module reads how far the developer got."""
+"""Developer (implementation): the tasks of tasks.md, in the worktree, one
+commit per finished task.
+
+The developer's `commit_task` tool (`commit_tool`) commits the worktree's
+changes as the recovery point of one tasks.md item: the message names the
+item ("T001: Add mul with a test") and the commit carries `Codex-Step: T001`
+next to `Codex-Task`. On a later attempt (a retried step, a crash, a
+feedback cycle) the phase runner reads those trailers back from the branch
+(integrations.git.committed_steps) and `progress_note` tells the agent which
+items are already committed, so they are not redone. After the agent
+submits, the runner commits whatever is left with `commit_message`, pushes
+and opens the (draft) pull request; this module reads how far the developer
+got.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agents.roles.base import COMMON_RULES, Role, RoleContext
+from agents.tools import Tool, ToolError, _schema
 from codex.tasks.runners import PhaseResult
+from integrations.git import STEP_TRAILER, commit_all
 
 SYSTEM_PROMPT = f"""\
 You are the developer of an autonomous software team. You implement the tasks
@@ -18,9 +35,12 @@ tests (run_command) before you submit.
 When feedback from a previous verification or review is given, work from its
 items first: fix every failure and blocking comment it lists.
 
-Do not run git: your changes are committed and pushed for you after you submit,
-with your commit_message. Report in tasks_completed how many tasks of tasks.md
-are now done in total.
+Do not run git. When a task of tasks.md is done and its tests pass, call
+commit_task with its id (e.g. T001) and a one-line message: that commit is the
+task's recovery point. Tasks listed as already committed are done; do not
+redo them. Whatever is left when you submit is committed for you with your
+commit_message, and the branch is pushed. Report in tasks_completed how many
+tasks of tasks.md are now done in total.
 
 {COMMON_RULES}"""
 
@@ -35,14 +55,113 @@ SCHEMA: dict[str, Any] = {
 }
 
 INSTRUCTIONS = (
-    "Implement the next tasks of tasks.md (all of them if you can), then submit."
+    "Implement the next tasks of tasks.md (all of them if you can), committing "
+    "each with commit_task when it is done, then submit."
 )
+
+MAX_MESSAGE_CHARS = 200
+_ITEM = re.compile(r"^- \[[ xX]\] (T\d{3,}): (.+?)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """One item of tasks.md: its id (T001) and title."""
+
+    id: str
+    title: str
+
+
+def task_items(tasks_md: str) -> list[TaskItem]:
+    """The items of tasks.md, in order (agents.roles.planner.tasks_md's form:
+    `- [ ] T001: title`)."""
+    return [TaskItem(match[1], match[2]) for match in _ITEM.finditer(tasks_md or "")]
+
+
+def progress_note(items: list[TaskItem], committed: dict[str, str]) -> str:
+    """For the prompt: which items are already committed on the branch."""
+    done = [item for item in items if item.id in committed]
+    if not done:
+        return ""
+    lines = [
+        f"- {item.id}: {item.title} (commit {committed[item.id][:12]})" for item in done
+    ]
+    left = [item.id for item in items if item.id not in committed]
+    return (
+        "Already committed on the branch by an earlier attempt (done: do not "
+        "redo them):\n"
+        + "\n".join(lines)
+        + (f"\nStill to do: {', '.join(left)}." if left else "\nNothing is left.")
+    )
+
+
+def commit_message(item: TaskItem, message: str) -> str:
+    """The commit message of a task's recovery point: it names the task."""
+    first = " ".join(message.split())[:MAX_MESSAGE_CHARS] or item.title
+    return f"{item.id}: {first}\n\nCompletes {item.id} of tasks.md: {item.title}\n"
+
+
+def commit_tool(
+    worktree: Path,
+    task_id: str,
+    items: list[TaskItem],
+    committed: dict[str, str],
+    on_commit: Callable[[str, TaskItem], None],
+) -> Tool:
+    """The developer's `commit_task(task, message)`: commit the worktree's
+    changes as the recovery point of tasks.md item `task`. `committed` (item
+    id → sha) is updated; `on_commit(sha, item)` records the commit."""
+    by_id = {item.id: item for item in items}
+
+    def commit_task(arguments: dict[str, Any]) -> str:
+        wanted = str(arguments.get("task") or "").strip().upper()
+        item = by_id.get(wanted)
+        if item is None:
+            known = ", ".join(by_id) or "none"
+            raise ToolError(f"{wanted or '(none)'} is not a task of tasks.md ({known})")
+        if item.id in committed:
+            raise ToolError(
+                f"{item.id} is already committed ({committed[item.id][:12]}); go on "
+                "with the next task"
+            )
+        message = str(arguments.get("message") or "")
+        sha = commit_all(
+            worktree,
+            commit_message(item, message),
+            task_id,
+            trailers={STEP_TRAILER: item.id},
+        )
+        if sha is None:
+            raise ToolError(
+                f"nothing to commit for {item.id}: no file changed since the last "
+                "commit"
+            )
+        committed[item.id] = sha
+        on_commit(sha, item)
+        return f"committed {item.id} as {sha[:12]}"
+
+    return Tool(
+        "commit_task",
+        "Commit all current changes as the finished task `task` of tasks.md "
+        "(e.g. T001), with a one-line `message`. Call it once per task, when "
+        "the task is done and its tests pass.",
+        _schema(
+            {
+                "task": {"type": "string"},
+                "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS},
+            },
+            ["task", "message"],
+        ),
+        commit_task,
+    )
 
 
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
-    """Progress only: the runner adds commits, branch, pull request and CI."""
+    """Progress only: the runner adds commits, branch, pull request and CI.
+    The tasks done are what the agent reports, and at least the items with
+    a commit of their own (context.extra["committed_steps"])."""
     total = context.task.total_tasks
-    done = min(int(result["tasks_completed"]), total) if total else 0
+    committed = len(context.extra.get("committed_steps") or {})
+    done = min(max(int(result["tasks_completed"]), committed), total) if total else 0
     return PhaseResult(current_task=done, branch=context.branch)
 
 

@@ -1,12 +1,28 @@
 """Reviewer (review): reads the diff and writes the review report (spec 002
-§4.5) with blocking and suggestion comments and security findings."""
+§4.5) with blocking and suggestion comments and security findings.
+
+The phase runner may also post the comments on the pull request
+(CODEX_REVIEW_POST_COMMENTS, default on): `review_body` renders them as one
+Markdown review whose text, written by the model from untrusted code, is
+made inert first (`inert`): no HTML, no @mentions, no #references, no
+hidden characters, bounded length. `review_marker` identifies the review of
+one task's cycle, so a retried step finds it instead of posting again.
+"""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
+from agents.prompts import strip_hidden
 from agents.roles.base import COMMON_RULES, Role, RoleContext
 from codex.tasks.runners import PhaseResult
+
+# GitHub refuses bodies over 65536 characters; leave room for the marker.
+BODY_MAX_CHARS = 60_000
+FIELD_MAX_CHARS = 2_000
+ZERO_WIDTH_SPACE = "\u200b"
 
 SYSTEM_PROMPT = f"""\
 You are the code reviewer of an autonomous software team. The pull request's
@@ -71,6 +87,69 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
             },
         }
     )
+
+
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_REFERENCE = re.compile(r"#(?=\d)")
+
+
+def inert(text: Any, limit: int = FIELD_MAX_CHARS) -> str:
+    """`text` safe to put in a Markdown comment: hidden characters and HTML
+    comments dropped, HTML escaped (no tags, no markers), @mentions and
+    #references broken with a zero-width space (no notifications, no
+    cross-references), on one line, at most `limit` characters."""
+    cleaned = " ".join(strip_hidden(str(text or "")).split())
+    if len(cleaned) > limit:
+        cleaned = cleaned[: limit - 1] + "…"
+    cleaned = html.escape(cleaned, quote=False)
+    cleaned = _MENTION.sub("@" + ZERO_WIDTH_SPACE, cleaned)
+    return _REFERENCE.sub("#" + ZERO_WIDTH_SPACE, cleaned)
+
+
+def review_marker(task_id: str, cycle: int) -> str:
+    """The hidden line that identifies the review of `task_id`'s `cycle`."""
+    return f"<!-- codex-review {task_id} cycle {cycle} -->"
+
+
+def _location(comment: dict[str, Any]) -> str:
+    path = inert(comment.get("file") or "", 300).replace("`", "")
+    if not path:
+        return ""
+    line = comment.get("line")
+    return f" `{path}:{line}`" if isinstance(line, int) else f" `{path}`"
+
+
+def review_body(task_id: str, cycle: int, review: dict[str, Any]) -> str:
+    """The review report as one Markdown review on the pull request."""
+    comments = review.get("comments") or []
+    verdict = (
+        "approved" if review.get("assessment") == "approve" else "changes requested"
+    )
+    lines = [
+        review_marker(task_id, cycle),
+        f"**Codex review of {task_id}, cycle {cycle}: {verdict}**",
+        "",
+        inert((review.get("feedback") or {}).get("message") or ""),
+    ]
+    for severity, title in (("blocking", "Blocking"), ("suggestion", "Suggestions")):
+        chosen = [c for c in comments if c.get("severity") == severity]
+        if not chosen:
+            continue
+        lines += ["", f"**{title}**", ""]
+        for comment in chosen:
+            item = f"- {inert(comment.get('id', ''), 20)}{_location(comment)}: "
+            item += inert(comment.get("issue"))
+            if comment.get("suggestion"):
+                item += f"  \n  Suggestion: {inert(comment['suggestion'])}"
+            lines.append(item)
+    findings = (review.get("security") or {}).get("findings") or []
+    if findings:
+        lines += ["", "**Security**", ""]
+        lines += [f"- {inert(finding)}" for finding in findings]
+    body = "\n".join(lines).strip() + "\n"
+    if len(body) > BODY_MAX_CHARS:
+        body = body[:BODY_MAX_CHARS] + "\n\n[cut; the full review is in Codex]\n"
+    return body
 
 
 ROLE = Role(

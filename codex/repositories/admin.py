@@ -21,6 +21,14 @@ class RepositoryAdmin(admin.ModelAdmin):
     list_filter = ["forge", "accepts_tasks", "registered_on_first_use"]
     search_fields = ["url"]
     readonly_fields = ["registered_on_first_use", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["url", "default_branch", "accepts_tasks"]}),
+        (
+            "Verification commands (run by QA in the task's worktree)",
+            {"fields": ["test_command", "lint_command", "type_check_command"]},
+        ),
+        (None, {"fields": ["registered_on_first_use", "created_at"]}),
+    ]
 
 
 @admin.register(LocalPullRequest)

@@ -9,9 +9,9 @@ pull requests live. Two implementations, selected per repository:
 
 Every method that changes something outside the database is called through
 `codex.core.side_effects.perform_once` by its callers, with the matching
-lookup method (`find_pull_request`, `find_comment`) so that a retried step
-never makes a second pull request or comment. Failures are raised as
-`codex.core.errors.ClassifiedFailure`.
+lookup method (`find_pull_request`, `find_comment`, `find_review`) so that a
+retried step never makes a second pull request, comment or review. Failures
+are raised as `codex.core.errors.ClassifiedFailure`.
 """
 
 from __future__ import annotations
@@ -90,6 +90,16 @@ class Forge(Protocol):
 
     def find_comment(self, issue_number: int, marker: str) -> Comment | None:
         """A comment of ours on the issue containing `marker`, if any."""
+        ...
+
+    def post_review(self, number: int, body: str) -> Comment:
+        """Post the reviewer's comments on pull request `number` as one
+        review that neither approves nor requests changes (look first with
+        find_review)."""
+        ...
+
+    def find_review(self, number: int, marker: str) -> Comment | None:
+        """A review of ours on pull request `number` containing `marker`."""
         ...
 
     def add_labels(self, issue_number: int, labels: list[str]) -> None:

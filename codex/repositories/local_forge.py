@@ -274,6 +274,16 @@ class LocalForge:
         )
         return None if comment is None else self._comment_dict(comment, issue_number)
 
+    def post_review(self, number: int, body: str) -> Comment:
+        """A review is a comment on the pull request's number here (the local
+        forge has no review threads)."""
+        self._get(number)  # an unknown pull request is refused
+        return self.comment(number, body)
+
+    def find_review(self, number: int, marker: str) -> Comment | None:
+        """The review comment on pull request `number` containing `marker`."""
+        return self.find_comment(number, marker)
+
     def add_labels(self, issue_number: int, labels: list[str]) -> None:
         """Record `labels` on `issue_number` (each once, in order of arrival)."""
         self._issue(issue_number)

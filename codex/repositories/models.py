@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
@@ -69,6 +70,35 @@ def forge_of(url: str) -> str:
     return Forge.LOCAL if url.startswith("file://") else Forge.GITHUB
 
 
+COMMAND_MAX_LENGTH = 1000
+
+
+def validate_command(value: str) -> None:
+    """A check command: one program and its arguments in shell quoting (run
+    without a shell, so no pipes, redirections or `&&`)."""
+    text = (value or "").strip()
+    if not text:
+        return
+    if any(ord(char) < 32 for char in text):
+        raise ValidationError("A command cannot contain control characters.")
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ValidationError(f"The command cannot be parsed: {exc}.") from None
+    if not argv:
+        raise ValidationError("The command names no program.")
+    if "/" in argv[0]:
+        raise ValidationError(
+            "Name the program, not a path (e.g. `pytest`, `ruff`); it is looked "
+            "up on the agents' PATH."
+        )
+    if any(arg in ("|", "||", "&&", ";", ">", "<") for arg in argv):
+        raise ValidationError(
+            "Commands run without a shell: pipes, `&&`, `;` and redirections "
+            "are not available."
+        )
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -92,6 +122,27 @@ class Repository(models.Model):
     )
     registered_on_first_use = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # What QA runs for real in the task's worktree (agents.roles.qa).
+    test_command = models.CharField(
+        max_length=COMMAND_MAX_LENGTH,
+        blank=True,
+        validators=[validate_command],
+        help_text="Blank: CODEX_TEST_COMMAND. `{junit_xml}` in it is replaced by "
+        "a file path for JUnit XML, e.g. pytest -q --junitxml={junit_xml}.",
+    )
+    lint_command = models.CharField(
+        max_length=COMMAND_MAX_LENGTH,
+        blank=True,
+        validators=[validate_command],
+        help_text="Blank: CODEX_LINT_COMMAND; no lint when that is empty too.",
+    )
+    type_check_command = models.CharField(
+        max_length=COMMAND_MAX_LENGTH,
+        blank=True,
+        validators=[validate_command],
+        help_text="Blank: CODEX_TYPE_CHECK_COMMAND; no type check when that is "
+        "empty too.",
+    )
 
     objects = RepositoryQuerySet.as_manager()
 

@@ -7,10 +7,12 @@ merges for the local forge.
 """
 
 from integrations.git.repository import (
+    STEP_TRAILER,
     add_worktree,
     branch_name,
     branch_sha,
     commit_all,
+    committed_steps,
     ensure_mirror,
     head_sha,
     merge_into,
@@ -24,10 +26,12 @@ from integrations.git.repository import (
 from integrations.git.runner import run_git
 
 __all__ = [
+    "STEP_TRAILER",
     "add_worktree",
     "branch_name",
     "branch_sha",
     "commit_all",
+    "committed_steps",
     "ensure_mirror",
     "head_sha",
     "merge_into",

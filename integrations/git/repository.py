@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 BRANCH_PREFIX = "codex/"
 TRAILER = "Codex-Task"
+# The tasks.md item a commit completes (the developer's recovery point).
+STEP_TRAILER = "Codex-Step"
+TRAILER_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 # Pushes retried after a non-fast-forward: each retry fetches and rebases, so a
 # third rejection means someone pushes to the branch continuously; a person (or
 # the worker's own pull_retry) decides then.
@@ -320,15 +323,25 @@ def _message_file(message: str) -> Iterator[str]:
 
 
 def commit_all(
-    worktree: str | os.PathLike[str], message: str, task_id: str
+    worktree: str | os.PathLike[str],
+    message: str,
+    task_id: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
 ) -> str | None:
     """Commit every change in `worktree` (new, changed, deleted files) as
-    CODEX_GIT_AUTHOR_NAME/EMAIL with a `Codex-Task: <task_id>` trailer.
+    CODEX_GIT_AUTHOR_NAME/EMAIL with a `Codex-Task: <task_id>` trailer and
+    any further `trailers` (e.g. {STEP_TRAILER: "T001"}).
 
     Returns the new commit's sha, or None when nothing changed.
     """
     if not message.strip():
         raise ValueError("a commit needs a message")
+    extra: list[str] = []
+    for key, value in (trailers or {}).items():
+        if not TRAILER_KEY.match(key) or not value or "\n" in value:
+            raise ValueError(f"bad commit trailer {key!r}: {value!r}")
+        extra += ["--trailer", f"{key}: {value}"]
     run_git(["add", "--all"], worktree)
     if not run_git(["status", "--porcelain"], worktree).strip():
         return None
@@ -337,11 +350,42 @@ def commit_all(
             # --no-verify and no signing: the commit must not depend on hooks or
             # keys of whatever machine the worker runs on.
             ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify"]
-            + ["-F", path, "--trailer", f"{TRAILER}: {task_id}"],
+            + ["-F", path, "--trailer", f"{TRAILER}: {task_id}", *extra],
             worktree,
             identity_env(),
         )
     return head_sha(worktree)
+
+
+def committed_steps(
+    worktree: str | os.PathLike[str], base: str, task_id: str
+) -> dict[str, str]:
+    """The steps (tasks.md items) committed on the worktree's branch since
+    `base`, oldest first: {step: sha} from the `Codex-Step` trailers of the
+    commits carrying `Codex-Task: <task_id>`. A step committed twice keeps
+    its first commit. The recovery points of a developer's work."""
+    log = run_git(
+        [
+            "log",
+            "--reverse",
+            "--format=%H%x1f%(trailers:key=Codex-Task,valueonly,separator=%x2c)"
+            "%x1f%(trailers:key=Codex-Step,valueonly,separator=%x2c)%x1e",
+            f"{base}..HEAD",
+        ],
+        worktree,
+    )
+    steps: dict[str, str] = {}
+    for entry in log.split("\x1e"):
+        fields = entry.strip().split("\x1f")
+        if len(fields) != 3:
+            continue
+        sha, tasks, step_names = (field.strip() for field in fields)
+        if task_id not in {name.strip() for name in tasks.split(",")}:
+            continue
+        for step in step_names.split(","):
+            if step.strip():
+                steps.setdefault(step.strip(), sha)
+    return steps
 
 
 def push(

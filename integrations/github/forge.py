@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.cache import cache
 from github import Github, GithubException, UnknownObjectException
+from github.PaginatedList import PaginatedList
+from github.PullRequestReview import PullRequestReview
 
 from codex.core.errors import Action, make_error
 from codex.repositories.forge import Comment, PullRequest
@@ -272,6 +274,39 @@ class GitHubForge:
         for comment in self.repo.get_issue(issue_number).get_comments():
             if comment.user.login.lower() in ours and marker in (comment.body or ""):
                 found = Comment(id=comment.id, url=comment.html_url, body=comment.body)
+        return found
+
+    @github_errors
+    def post_review(self, number: int, body: str) -> Comment:
+        """Post a pull request review with event COMMENT (one POST, never
+        retried; look first with find_review). COMMENT, because GitHub refuses
+        REQUEST_CHANGES and APPROVE on a pull request the same account opened
+        (422), which is how Codex's pull requests are opened; whether the
+        change may merge is the review report's to say, not GitHub's review
+        state. Failures leave as ClassifiedFailure: 404 (no such pull request
+        or no access) and 422 (refused) need a person, 403/429 rate limits
+        wait, 401 rotates the token, 5xx wait and retry."""
+        _, data = self._request(
+            "POST", f"/pulls/{number}/reviews", input={"body": body, "event": "COMMENT"}
+        )
+        return _comment(data)
+
+    @github_errors
+    def find_review(self, number: int, marker: str) -> Comment | None:
+        """Our review on pull request `number` containing `marker` (the
+        newest), read through every page of its reviews."""
+        ours = self._our_logins()
+        found = None
+        reviews = PaginatedList(
+            PullRequestReview,
+            self.github.requester,
+            f"{self.repo.url}/pulls/{number}/reviews",
+            {"per_page": 100},
+        )
+        for review in reviews:
+            login = review.user.login.lower() if review.user else ""
+            if login in ours and marker in (review.body or ""):
+                found = Comment(id=review.id, url=review.html_url, body=review.body)
         return found
 
     @github_errors

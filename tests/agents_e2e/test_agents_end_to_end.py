@@ -144,7 +144,20 @@ def test_a_failing_test_sends_the_task_back_with_the_failure(
     # The agent said approve; the real test run overrules it.
     assert report.recommendation == "request_changes"
     assert (report.tests_passed, report.tests_failed) == (1, 1)
-    assert report.failures[0]["name"] == "test_mul.py::test_mul"
+    # Read from the JUnit XML the test command wrote outside the worktree.
+    assert report.failures[0]["name"] == "test_mul::test_mul"
+    assert report.failures[0]["file"] == "test_mul.py"
+    assert report.failures[0]["line"] == 5
+    assert "assert 5 == 6" in report.failures[0]["error"]
+    assert report.feedback["checks"] == [
+        {
+            "kind": "test",
+            "command": agent_settings.CODEX_TEST_COMMAND,
+            "status": "failed",
+            "exit_code": 1,
+            "results_from": "junit_xml",
+        }
+    ]
     feedback = task.feedback_history["verification"][0]["feedback"]
     assert "test_mul" in " ".join(feedback["items"])
     assert "assert 5 == 6" in feedback["test_output"]

@@ -346,6 +346,9 @@ class RepositorySerializer(serializers.ModelSerializer):
             "forge",
             "default_branch",
             "accepts_tasks",
+            "test_command",
+            "lint_command",
+            "type_check_command",
             "registered_on_first_use",
             "created_at",
         ]

@@ -117,6 +117,25 @@ def comment(comment_id: int, body: str, *, login: str = "codex[bot]") -> dict[st
     return item
 
 
+def review(
+    review_id: int, body: str | None, *, login: str = "codex[bot]", number: int = 2
+) -> dict[str, Any]:
+    """A pull request review as POST/GET .../pulls/{number}/reviews returns it
+    (the webhook's review object, which is the REST API's)."""
+    item = copy.deepcopy(
+        _webhook("pull_request_review/submitted.payload.json")["review"]
+    )
+    item.update(
+        id=review_id,
+        body=body,
+        state="COMMENTED",
+        html_url=f"{REPO_URL}/pull/{number}#pullrequestreview-{review_id}",
+        pull_request_url=f"{REPO_API.replace(':443', '')}/pulls/{number}",
+    )
+    item["user"]["login"] = login
+    return item
+
+
 def combined_status(state: str, contexts: list[str]) -> dict[str, Any]:
     """GET /repos/{owner}/{repo}/commits/{ref}/status (GitHub's docs example)."""
     return {
