@@ -20,6 +20,7 @@ from integrations.git.repository import (
     push,
     ref_sha,
     remove_worktree,
+    require_worktree,
 )
 from integrations.git.runner import run_git
 
@@ -37,5 +38,6 @@ __all__ = [
     "push",
     "ref_sha",
     "remove_worktree",
+    "require_worktree",
     "run_git",
 ]

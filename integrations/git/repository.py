@@ -219,6 +219,8 @@ def add_worktree(
                 )
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            _set_aside(target)
         if branch_sha(mirror, branch):
             run_git(["worktree", "add", "--quiet", str(target), branch], mirror)
             return target
@@ -233,6 +235,39 @@ def add_worktree(
             mirror,
         )
     return target
+
+
+def _set_aside(target: Path) -> Path:
+    """Move a folder that is in the worktree's place but is no worktree of the
+    mirror (its git link was deleted; a tool wrote into the empty path since)
+    out of the way, to `<name>.orphan-<n>`: kept for a person to look at, and
+    removed later by the orphan reaper like any folder no task owns."""
+    for number in range(1, 1000):
+        aside = target.with_name(f"{target.name}.orphan-{number}")
+        if not aside.exists():
+            target.rename(aside)
+            logger.warning("%s was no worktree any more: moved to %s", target, aside)
+            return aside
+    raise _failure(Action.MANUAL_REVIEW, f"{target} is in the way of a worktree")
+
+
+def require_worktree(worktree: str | os.PathLike[str]) -> Path:
+    """`worktree`, if it is still a git worktree (its `.git` link is there).
+
+    A worktree deleted under a running agent (by a person, a reaper, a full
+    disk's clean-up) fails with wait_retry: the next step recreates it from
+    the branch. Without this check git would look for a repository in the
+    parent folders, and `git add --all` could stage files of whatever
+    repository encloses CODEX_WORKTREE_ROOT.
+    """
+    path = Path(worktree)
+    if not (path / ".git").exists():
+        raise _failure(
+            Action.WAIT_RETRY,
+            f"the worktree {path} is gone - the next step recreates it from the "
+            "pushed branch; uncommitted changes in it are lost",
+        )
+    return path
 
 
 def _resolve_base(mirror: Path, base: str) -> str:
@@ -329,6 +364,7 @@ def commit_all(
     """
     if not message.strip():
         raise ValueError("a commit needs a message")
+    require_worktree(worktree)
     run_git(["add", "--all"], worktree)
     if not run_git(["status", "--porcelain"], worktree).strip():
         return None
@@ -358,6 +394,7 @@ def push(
     `tries` pushes in all; still rejected → the pull_retry failure is raised.
     A rebase conflict → manual_review, with the worktree left as before it.
     """
+    require_worktree(worktree)
     for attempt in range(1, tries + 1):
         try:
             run_git(
