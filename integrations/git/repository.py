@@ -392,7 +392,10 @@ def push(
     A non-fast-forward rejection (someone pushed to the branch meanwhile) is
     handled by pulling: fetch the branch, rebase onto it, push again, at most
     `tries` pushes in all; still rejected → the pull_retry failure is raised.
-    A rebase conflict → manual_review, with the worktree left as before it.
+    Nothing is ever force-pushed: the other commits stay. A rebase conflict →
+    manual_review, with the worktree left as before it and our commits pushed
+    to a branch of their own (`<branch>-unmerged-<sha>`, named in the
+    message), so that the person who resolves it has them on the remote.
     """
     require_worktree(worktree)
     for attempt in range(1, tries + 1):
@@ -407,8 +410,46 @@ def push(
             if failure.action != Action.PULL_RETRY or attempt == tries:
                 raise
             logger.info("push of %s rejected (attempt %s): pulling", branch, attempt)
-        _pull_rebase(worktree, branch, env)
+        try:
+            _pull_rebase(worktree, branch, env)
+        except ClassifiedFailure as failure:
+            if failure.action != Action.MANUAL_REVIEW:
+                raise
+            raise _kept_aside(worktree, branch, env, failure) from failure
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _kept_aside(
+    worktree: str | os.PathLike[str],
+    branch: str,
+    env: Mapping[str, str] | None,
+    failure: ClassifiedFailure,
+) -> ClassifiedFailure:
+    """Push our commits, which do not rebase cleanly onto someone else's push
+    to `branch`, to a new branch beside it; the manual_review failure to raise,
+    naming both branches."""
+    sha = head_sha(worktree)
+    aside = f"{branch}-unmerged-{sha[:12]}"
+    kept = git(
+        ["push", "--quiet", "origin", f"HEAD:refs/heads/{aside}"],
+        worktree,
+        env,
+        check=False,
+    )
+    where = (
+        f"our commits are on {aside}"
+        if kept.returncode == 0
+        else f"our commits ({sha[:12]}) are only in the worktree: pushing them "
+        f"to {aside} failed too"
+    )
+    return make_error(
+        SOURCE,
+        NO_RESPONSE,
+        Action.MANUAL_REVIEW,
+        f"someone else pushed to {branch} and our commits do not rebase onto "
+        f"theirs - {where}; a person merges the two ({failure.error.message})",
+        original=failure,
+    ).exception()
 
 
 def _pull_rebase(
