@@ -19,6 +19,7 @@ import json
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,14 @@ class Fault:
     path: re.Pattern[str]
     status: int
     body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
+    # Headers, or a function making them when the request comes (a reset time
+    # relative to then).
+    headers: dict[str, str] | Callable[[], dict[str, str]] = field(default_factory=dict)
     after_applying: bool = False
     times: int = 1
+
+    def answer_headers(self) -> dict[str, str]:
+        return self.headers() if callable(self.headers) else dict(self.headers)
 
 
 def _git(bare: Path, *args: str) -> str:
@@ -114,7 +120,7 @@ class FakeGitHub:
         status: int,
         body: dict[str, Any],
         *,
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str] | Callable[[], dict[str, str]] | None = None,
         after_applying: bool = False,
         times: int = 1,
     ) -> None:
@@ -149,11 +155,11 @@ class FakeGitHub:
             return self._json(401, BAD_CREDENTIALS)
         fault = self._fault_for(method, path)
         if fault is not None and not fault.after_applying:
-            return self._json(fault.status, fault.body, fault.headers)
+            return self._json(fault.status, fault.body, fault.answer_headers())
         body = json.loads(request.body) if request.body else {}
         status, payload = self._route(method, path, parse_qs(parts.query), body)
         if fault is not None:
-            return self._json(fault.status, fault.body, fault.headers)
+            return self._json(fault.status, fault.body, fault.answer_headers())
         return self._json(status, payload)
 
     def _fault_for(self, method: str, path: str) -> Fault | None:

@@ -1,4 +1,4 @@
-# ruff: noqa: F401, F811 (pytest fixtures are imported, and named as arguments)
+# ruff: noqa: F811 (pytest fixtures are imported, then named as arguments)
 """git faults during a task's steps, through the pipeline.
 
 A task from GitHub issue #1 runs through advance_task with the real
@@ -27,10 +27,10 @@ from codex.tasks.runners import PhaseResult
 from integrations.git import mirror_path
 
 # The fixtures: the bare remote, the model stub, the fake GitHub, the task.
-from tests.agents_e2e.conftest import GIT_ENV, agent_settings, bare_repo, git, stub
+from tests.agents_e2e.conftest import GIT_ENV, agent_settings, bare_repo, git, stub  # noqa: F401
 from tests.factories import make_task
-from tests.fault.pipeline_harness import agents, claimed_task, github, github_env
-from tests.fault.pipeline_steps import MUL, TOKENS, run_to_the_end, step
+from tests.fault.pipeline_harness import agents, claimed_task, github, github_env  # noqa: F401
+from tests.fault.pipeline_steps import MUL, run_to_the_end, step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
