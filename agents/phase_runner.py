@@ -51,6 +51,7 @@ from integrations.git import (
     branch_name,
     commit_all,
     ensure_mirror,
+    fast_forward,
     head_sha,
     mirror_path,
     push,
@@ -98,10 +99,17 @@ def worktree_path(task: Task) -> Path:
 
 
 def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
-    """The task's worktree on `branch`, the mirror fetched first."""
+    """The task's worktree on `branch`, the mirror fetched first, and moved
+    up to the remote branch when someone pushed on top of our commits (so
+    that QA tests, review reads and release merges what the pull request
+    holds: GitHub refuses a merge at a stale head)."""
     repository = task.repository
     mirror = ensure_mirror(repository, forge.remote_url(), forge.git_credentials())
-    return add_worktree(mirror, worktree_path(task), branch, repository.default_branch)
+    worktree = add_worktree(
+        mirror, worktree_path(task), branch, repository.default_branch
+    )
+    fast_forward(worktree, branch)
+    return worktree
 
 
 def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:

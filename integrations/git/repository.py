@@ -270,6 +270,30 @@ def require_worktree(worktree: str | os.PathLike[str]) -> Path:
     return path
 
 
+def fast_forward(worktree: str | os.PathLike[str], branch: str) -> str:
+    """Bring the worktree up to origin's `branch` when someone pushed to it
+    on top of our commits (the mirror was just fetched): a fast-forward only,
+    so that nothing of ours is ever dropped. Local commits the remote lacks,
+    or a worktree git cannot fast-forward (files in the way), are left as
+    they are: the next push rebases them. Returns the worktree's HEAD."""
+    require_worktree(worktree)
+    current = head_sha(worktree)
+    remote = ref_sha(worktree, f"refs/remotes/origin/{branch}")
+    if remote is None or remote == current:
+        return current
+    behind = git(
+        ["merge-base", "--is-ancestor", current, remote], worktree, check=False
+    )
+    if behind.returncode != 0:
+        return current
+    moved = git(["merge", "--ff-only", "--quiet", remote], worktree, check=False)
+    if moved.returncode != 0:
+        logger.warning(
+            "could not fast-forward %s to origin/%s: %s", worktree, branch, moved.stderr
+        )
+    return head_sha(worktree)
+
+
 def _resolve_base(mirror: Path, base: str) -> str:
     """The commit a new branch starts from: the remote's `base`, else a local
     branch or revision called `base`."""

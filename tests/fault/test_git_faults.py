@@ -128,6 +128,45 @@ def test_a_push_that_cannot_be_rebased_goes_to_a_person_with_both_commits_kept(
     assert github.writes["create_pull"] == 0
 
 
+def test_a_push_on_top_of_the_pull_request_is_tested_reviewed_and_merged(
+    github, agents, claimed_task, bare_repo
+):
+    """Someone adds a commit to the task's branch after the pull request was
+    opened: the next steps fast-forward the worktree to it, so QA tests it
+    and release merges at the pull request's real head (GitHub refuses a
+    merge at a stale one with 409, which pulling nothing would only repeat)."""
+    task = claimed_task
+    branch = f"codex/{task.task_id}"
+    for _ in range(3):
+        step(task)
+    assert task.phase == "verification"
+    work = bare_repo.parent / "someone"
+    git(
+        "clone",
+        "--quiet",
+        "-b",
+        branch,
+        str(bare_repo),
+        str(work),
+        cwd=bare_repo.parent,
+    )
+    (work / "test_notes.py").write_text("def test_notes():\n    assert True\n")
+    git("add", "test_notes.py", cwd=work)
+    git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "notes", cwd=work)
+    git("push", "--quiet", "origin", f"HEAD:{branch}", cwd=work)
+    theirs = git("rev-parse", "HEAD", cwd=work).strip()
+
+    run_to_the_end(task)
+
+    assert task.status == Status.COMPLETED, task.errors
+    report = task.verification_reports.get()
+    assert (report.tests_passed, report.tests_total) == (3, 3)  # theirs too
+    assert is_ancestor(bare_repo, theirs, "main")
+    assert git("show", "main:calc.py", cwd=bare_repo) == MUL
+    assert github.writes["merge"] == 1
+    assert not [e for e in task.errors if e["code"] == "pull_retry"]
+
+
 @pytest.mark.parametrize("also_mirror", [False, True], ids=["worktree", "+mirror"])
 def test_a_deleted_worktree_is_recreated_from_the_pushed_branch(
     github, agents, claimed_task, bare_repo, also_mirror
