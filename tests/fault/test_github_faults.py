@@ -24,7 +24,7 @@ from codex.tasks.models import Escalation, Status, Task
 
 # The fixtures: the bare remote, the model stub, the fake GitHub, the task.
 from tests.agents_e2e.conftest import agent_settings, bare_repo, git, stub  # noqa: F401
-from tests.fault.github_fake import BAD_GATEWAY, DELETED, NOT_FOUND
+from tests.fault.github_fake import BAD_GATEWAY, DELETED
 from tests.fault.pipeline_harness import agents, claimed_task, github, github_env  # noqa: F401
 from tests.fault.pipeline_steps import (
     ISSUE,
@@ -173,25 +173,30 @@ def test_a_502_on_a_write_is_retried_and_never_done_twice(
 
 
 @pytest.mark.parametrize(
-    ("status", "body"), [(410, DELETED), (404, NOT_FOUND)], ids=["410", "404"]
+    ("role", "phase"),
+    [("commit_message", "implementation"), ("merge", "release")],
+    ids=["while-implementing", "while-releasing"],
 )
+@pytest.mark.parametrize("status", [410, 404])
 def test_a_deleted_source_issue_fails_the_task_naming_it_and_releases_the_claim(
-    github, agents, claimed_task, bare_repo, status, body
+    github, agents, claimed_task, bare_repo, status, role, phase
 ):
     task = claimed_task
-    # Deleted on GitHub while the release manager was at work.
-    agents.hooks["merge"] = lambda: github.deleted.update({ISSUE: status})
+    # Deleted on GitHub while the phase's agent was at work.
+    agents.hooks[role] = lambda: github.deleted.update({ISSUE: status})
 
     step_until_stopped(task)
 
-    assert task.status == Status.FAILED and task.phase == "release"
+    assert task.status == Status.FAILED and task.phase == phase
     reason = task.errors[-1]["message"]
     assert f"source issue #{ISSUE} is gone" in reason
     assert f"issue #{ISSUE} of Codertocat/Hello-World was deleted" in reason
     assert task.events.filter(kind="transition", target="failed").get().reason == (
         reason
     )
-    # Nothing is merged for a withdrawn request; the pushed work stays.
+    # Nothing is opened or merged for a withdrawn request; the pushed work stays.
+    opened = 1 if phase == "release" else 0
+    assert github.writes["create_pull"] == opened
     assert github.writes["merge"] == 0 and github.writes["comment"] == 0
     assert "mul" not in git("show", "main:calc.py", cwd=bare_repo)
     assert "mul" in git("show", f"codex/{task.task_id}:calc.py", cwd=bare_repo)
