@@ -278,33 +278,3 @@ def test_a_git_authentication_failure_rotates_the_github_token(
     assert ActiveCredential.objects.get(source="github").index == 1
     assert task.errors[-1]["resolution"] == "retrying with the next credential"
     assert run_to_the_end(task)[-1] == "completed/release"
-
-
-def test_a_refused_github_app_token_is_retried_once_with_a_new_one(
-    github_env, scripted_runner
-):
-    """As a GitHub App there is no list to rotate through: the client forgot
-    the refused installation token, so one retry mints a new one; a second
-    refusal in the phase goes to a person."""
-    github_env.GITHUB_APP_ID = "12345"
-    github_env.GITHUB_APP_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----"
-    github_env.GITHUB_APP_INSTALLATION_ID = "678"
-    github_env.CODEX_CREDENTIALS = {"claude": ["k"], "github": []}
-    task = make_task(issue_number=None)
-    for _ in range(2):
-        advance_task(task.task_id)
-    refused = PhaseResult.from_error(
-        make_error("github", 401, Action.ROTATE_TOKEN, "Bad credentials")
-    )
-    scripted_runner.queue("implementation", refused, refused)
-
-    advance_task(task.task_id)
-    task.refresh_from_db()
-    assert task.status == Status.IN_PROGRESS, task.errors
-
-    advance_task(task.task_id)
-    task.refresh_from_db()
-    assert task.status == Status.ESCALATED
-    assert "a new GitHub App installation token was refused too" in (
-        Escalation.objects.get(task=task).detail
-    )

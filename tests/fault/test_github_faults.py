@@ -18,12 +18,15 @@ import pytest
 
 from codex.claims.models import ClaimState, IssueClaim
 from codex.configuration.models.credential import ActiveCredential
+from codex.core.errors import Action, make_error
 from codex.core.models import SideEffect
-from codex.tasks.jobs import clean_up_task
+from codex.tasks.jobs import advance_task, clean_up_task
 from codex.tasks.models import Escalation, Status, Task
+from codex.tasks.runners import PhaseResult
 
 # The fixtures: the bare remote, the model stub, the fake GitHub, the task.
 from tests.agents_e2e.conftest import agent_settings, bare_repo, git, stub  # noqa: F401
+from tests.factories import make_task
 from tests.fault.github_fake import BAD_GATEWAY, DELETED
 from tests.fault.pipeline_harness import agents, claimed_task, github, github_env  # noqa: F401
 from tests.fault.pipeline_steps import (
@@ -269,3 +272,33 @@ def test_a_revoked_token_with_no_other_stops_the_task_with_the_reason(
     assert len(github.requests) == configured
     assert github.writes == {}
     assert task.blocked_until is None
+
+
+def test_a_refused_github_app_token_is_retried_once_with_a_new_one(
+    github_env, scripted_runner
+):
+    """As a GitHub App there is no list to rotate through: the client forgot
+    the refused installation token, so one retry mints a new one; a second
+    refusal in the phase goes to a person."""
+    github_env.GITHUB_APP_ID = "12345"
+    github_env.GITHUB_APP_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----"
+    github_env.GITHUB_APP_INSTALLATION_ID = "678"
+    github_env.CODEX_CREDENTIALS = {"claude": ["k"], "github": []}
+    task = make_task(issue_number=None)
+    for _ in range(2):
+        advance_task(task.task_id)
+    refused = PhaseResult.from_error(
+        make_error("github", 401, Action.ROTATE_TOKEN, "Bad credentials")
+    )
+    scripted_runner.queue("implementation", refused, refused)
+
+    advance_task(task.task_id)
+    task.refresh_from_db()
+    assert task.status == Status.IN_PROGRESS, task.errors
+
+    advance_task(task.task_id)
+    task.refresh_from_db()
+    assert task.status == Status.ESCALATED
+    assert "a new GitHub App installation token was refused too" in (
+        Escalation.objects.get(task=task).detail
+    )
