@@ -50,6 +50,7 @@ from agents.roles import Role, RoleContext, developer, qa, reviewer, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import BUDGET_ESCALATION_CODE, Budget, TaskBudget, run_agent
 from agents.tools import Sandbox, Tool, ToolRecord
+from codex.claims.models import IssueClaim
 from codex.core.errors import ClassifiedFailure
 from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.repositories.forge import Forge, get_forge
@@ -62,12 +63,14 @@ from integrations.git import (
     commit_all,
     committed_steps,
     ensure_mirror,
+    fast_forward,
     head_sha,
     mirror_path,
     push,
     remove_worktree,
     run_git,
 )
+from integrations.github.forge import IssueGone
 
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
@@ -100,10 +103,17 @@ def worktree_path(task: Task) -> Path:
 
 
 def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
-    """The task's worktree on `branch`, the mirror fetched first."""
+    """The task's worktree on `branch`, the mirror fetched first, and moved
+    up to the remote branch when someone pushed on top of our commits (so
+    that QA tests, review reads and release merges what the pull request
+    holds: GitHub refuses a merge at a stale head)."""
     repository = task.repository
     mirror = ensure_mirror(repository, forge.remote_url(), forge.git_credentials())
-    return add_worktree(mirror, worktree_path(task), branch, repository.default_branch)
+    worktree = add_worktree(
+        mirror, worktree_path(task), branch, repository.default_branch
+    )
+    fast_forward(worktree, branch)
+    return worktree
 
 
 def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:
@@ -397,9 +407,13 @@ class AgentPhaseRunner:
             return PhaseResult.escalate(
                 "the developer submitted without changing any file"
             )
+        # A rebase onto someone else's push to the branch rewrites our commits.
         push(worktree, branch, forge.git_credentials())
+        gone = self._source_issue_gone(task, forge)
+        if gone is not None:
+            return gone
         # Every commit of the branch: the per-task recovery points and the last
-        # one (after the push, which may have rebased them).
+        # one, as pushed (after any rebase).
         commits = run_git(
             ["rev-list", "--reverse", f"origin/{repository.default_branch}..HEAD"],
             worktree,
@@ -526,6 +540,66 @@ class AgentPhaseRunner:
 
     # -- release ------------------------------------------------------------
 
+    @staticmethod
+    def _source_issue_gone(task: Task, forge: Forge) -> PhaseResult | None:
+        """When the task's GitHub issue was deleted, the request is withdrawn:
+        its claim is released for good and the task fails naming the issue,
+        before a pull request is opened or merged for it. None otherwise.
+        (The local forge has no `ensure_issue`: its issues are never deleted.)
+        """
+        ensure_issue = getattr(forge, "ensure_issue", None)
+        if not task.issue_number or ensure_issue is None:
+            return None
+        try:
+            ensure_issue(task.issue_number)
+        except IssueGone as gone:
+            reason = (
+                f"the task's source issue #{task.issue_number} is gone: "
+                f"{gone.error.message}"
+            )
+            IssueClaim.objects.release_deleted_issue(
+                task.repository, task.issue_number, by="system:pipeline", reason=reason
+            )
+            return PhaseResult.failed(reason)
+        return None
+
+    @staticmethod
+    def _close_issue(task: Task, forge: Forge, pull_url: str) -> None:
+        """Say where the work went and close the task's issue, each at most
+        once: the comment carries a marker that `find_comment` looks for when
+        an earlier attempt did not finish (a 502 after GitHub posted it), so a
+        retried release never comments twice. An issue deleted meanwhile has
+        nothing left to close: the merge stands."""
+        repository, issue = task.repository, task.issue_number
+        marker = f"<!-- codex:done:{task.task_id} -->"
+        try:
+            perform_once(
+                f"issue:done-comment:{repository.pk}:{issue}:{task.task_id}",
+                lambda: dict(forge.comment(issue, f"Done in {pull_url}\n\n{marker}")),
+                lookup=lambda: (
+                    None
+                    if (found := forge.find_comment(issue, marker)) is None
+                    else dict(found)
+                ),
+                task=task,
+                kind="issue",
+            )
+            perform_once(
+                f"issue:close:{repository.pk}:{issue}",
+                lambda: (forge.close_issue(issue), {"closed": issue})[1],
+                # Closing is idempotent: an unfinished attempt is simply redone.
+                lookup=lambda: None,
+                task=task,
+                kind="issue",
+            )
+        except IssueGone as gone:
+            task.record(
+                "tool",
+                by="agent:release",
+                reason=f"nothing to close: {gone.error.message}",
+                data={"tool": "close_issue", "success": False},
+            )
+
     def _release(
         self,
         task: Task,
@@ -548,6 +622,9 @@ class AgentPhaseRunner:
             return PhaseResult.failed(f"no pull request for {branch} to merge")
         number = pull["number"]
         if pull["state"] != "merged":
+            gone = self._source_issue_gone(task, forge)
+            if gone is not None:
+                return gone
             if pull["draft"]:
                 self._mark_ready(task, forge, branch)
             sha = head_sha(worktree)
@@ -565,18 +642,7 @@ class AgentPhaseRunner:
             )
         context.extra["merged"] = True
         if task.issue_number:
-            issue = task.issue_number
-            perform_once(
-                f"issue:close:{repository.pk}:{issue}",
-                lambda: (
-                    forge.close_issue(issue, f"Done in {pull['url']}"),
-                    {"closed": issue},
-                )[1],
-                # Closing is idempotent: an unfinished attempt is simply redone.
-                lookup=lambda: None,
-                task=task,
-                kind="issue",
-            )
+            self._close_issue(task, forge, pull["url"])
         with contextlib.suppress(ClassifiedFailure, OSError):
             remove_worktree(mirror_path(repository), worktree, delete_branch=True)
         return role.to_phase_result(submitted, context)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from codex.configuration.credentials import rotate_credential
+from codex.configuration.credentials import configured_credentials, rotate_credential
 from codex.core.errors import Action, ClassifiedError
 from codex.tasks.models import (
     Artifact,
@@ -86,6 +86,42 @@ def _count_retry(task: Task) -> None:
     progress["retries"] = progress.get("retries", 0) + 1
 
 
+# The credentials a source authenticates with, where they are another
+# source's: git pushes to GitHub with the GitHub token.
+CREDENTIAL_SOURCE = {"git": "github"}
+
+
+def _github_app_configured() -> bool:
+    return bool(
+        settings.GITHUB_APP_ID
+        and settings.GITHUB_APP_PRIVATE_KEY
+        and settings.GITHUB_APP_INSTALLATION_ID
+    )
+
+
+def _rotate(task: Task, source: str) -> str | None:
+    """Move to the next credential of `source`; why not, when it cannot: only
+    one is configured, or every one was rejected during this phase already (a
+    loop over revoked tokens would only spend retries)."""
+    progress = task.phase_progress.setdefault(task.phase, {})
+    rotations = progress.get("rotations", {})
+    if source == "github" and _github_app_configured():
+        # The client forgot the refused installation token; the next call
+        # mints a new one. Worth one retry, not more.
+        if rotations.get(source):
+            return "a new GitHub App installation token was refused too"
+        progress["rotations"] = {**rotations, source: 1}
+        return None
+    if rotations.get(source, 0) + 1 >= len(configured_credentials(source)):
+        if rotations.get(source):
+            return f"every configured {source} credential was rejected"
+        return f"no other {source} credential to rotate to"
+    if not rotate_credential(source):
+        return f"no other {source} credential to rotate to"
+    progress["rotations"] = {**rotations, source: rotations.get(source, 0) + 1}
+    return None
+
+
 def _act_on_error(task: Task, error: ClassifiedError, *, by: str) -> None:
     """Spec 000's recovery actions, applied to the task (issue 4's table)."""
     reason = f"{error.source} {error.code}: {error.message}"
@@ -99,17 +135,17 @@ def _act_on_error(task: Task, error: ClassifiedError, *, by: str) -> None:
             task, PhaseResult.blocked(reason, retry_after), by=by, code=error.action
         )
     elif error.action in (Action.ROTATE_TOKEN, Action.PULL_RETRY):
-        if error.action == Action.ROTATE_TOKEN and not rotate_credential(error.source):
+        source = CREDENTIAL_SOURCE.get(error.source, error.source)
+        stuck = _rotate(task, source) if error.action == Action.ROTATE_TOKEN else None
+        if stuck is not None:
             task.record_error(
                 message=reason,
                 by=by,
                 code=error.action,
-                resolution="escalated: no other credential is configured",
+                resolution=f"escalated: {stuck}",
             )
             task.escalate(
-                by=by,
-                code=EscalationReason.MANUAL_REVIEW,
-                reason=f"{reason}; no other {error.source} credential to rotate to",
+                by=by, code=EscalationReason.MANUAL_REVIEW, reason=f"{reason}; {stuck}"
             )
             return
         resolution = (

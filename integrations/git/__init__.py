@@ -14,6 +14,7 @@ from integrations.git.repository import (
     commit_all,
     committed_steps,
     ensure_mirror,
+    fast_forward,
     head_sha,
     merge_into,
     mirror_path,
@@ -22,6 +23,7 @@ from integrations.git.repository import (
     push,
     ref_sha,
     remove_worktree,
+    require_worktree,
 )
 from integrations.git.runner import run_git
 
@@ -33,6 +35,7 @@ __all__ = [
     "commit_all",
     "committed_steps",
     "ensure_mirror",
+    "fast_forward",
     "head_sha",
     "merge_into",
     "mirror_path",
@@ -41,5 +44,6 @@ __all__ = [
     "push",
     "ref_sha",
     "remove_worktree",
+    "require_worktree",
     "run_git",
 ]

@@ -222,6 +222,8 @@ def add_worktree(
                 )
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            _set_aside(target)
         if branch_sha(mirror, branch):
             run_git(["worktree", "add", "--quiet", str(target), branch], mirror)
             return target
@@ -236,6 +238,63 @@ def add_worktree(
             mirror,
         )
     return target
+
+
+def _set_aside(target: Path) -> Path:
+    """Move a folder that is in the worktree's place but is no worktree of the
+    mirror (its git link was deleted; a tool wrote into the empty path since)
+    out of the way, to `<name>.orphan-<n>`: kept for a person to look at, and
+    removed later by the orphan reaper like any folder no task owns."""
+    for number in range(1, 1000):
+        aside = target.with_name(f"{target.name}.orphan-{number}")
+        if not aside.exists():
+            target.rename(aside)
+            logger.warning("%s was no worktree any more: moved to %s", target, aside)
+            return aside
+    raise _failure(Action.MANUAL_REVIEW, f"{target} is in the way of a worktree")
+
+
+def require_worktree(worktree: str | os.PathLike[str]) -> Path:
+    """`worktree`, if it is still a git worktree (its `.git` link is there).
+
+    A worktree deleted under a running agent (by a person, a reaper, a full
+    disk's clean-up) fails with wait_retry: the next step recreates it from
+    the branch. Without this check git would look for a repository in the
+    parent folders, and `git add --all` could stage files of whatever
+    repository encloses CODEX_WORKTREE_ROOT.
+    """
+    path = Path(worktree)
+    if not (path / ".git").exists():
+        raise _failure(
+            Action.WAIT_RETRY,
+            f"the worktree {path} is gone - the next step recreates it from the "
+            "pushed branch; uncommitted changes in it are lost",
+        )
+    return path
+
+
+def fast_forward(worktree: str | os.PathLike[str], branch: str) -> str:
+    """Bring the worktree up to origin's `branch` when someone pushed to it
+    on top of our commits (the mirror was just fetched): a fast-forward only,
+    so that nothing of ours is ever dropped. Local commits the remote lacks,
+    or a worktree git cannot fast-forward (files in the way), are left as
+    they are: the next push rebases them. Returns the worktree's HEAD."""
+    require_worktree(worktree)
+    current = head_sha(worktree)
+    remote = ref_sha(worktree, f"refs/remotes/origin/{branch}")
+    if remote is None or remote == current:
+        return current
+    behind = git(
+        ["merge-base", "--is-ancestor", current, remote], worktree, check=False
+    )
+    if behind.returncode != 0:
+        return current
+    moved = git(["merge", "--ff-only", "--quiet", remote], worktree, check=False)
+    if moved.returncode != 0:
+        logger.warning(
+            "could not fast-forward %s to origin/%s: %s", worktree, branch, moved.stderr
+        )
+    return head_sha(worktree)
 
 
 def _resolve_base(mirror: Path, base: str) -> str:
@@ -342,6 +401,7 @@ def commit_all(
         if not TRAILER_KEY.match(key) or not value or "\n" in value:
             raise ValueError(f"bad commit trailer {key!r}: {value!r}")
         extra += ["--trailer", f"{key}: {value}"]
+    require_worktree(worktree)
     run_git(["add", "--all"], worktree)
     if not run_git(["status", "--porcelain"], worktree).strip():
         return None
@@ -400,8 +460,12 @@ def push(
     A non-fast-forward rejection (someone pushed to the branch meanwhile) is
     handled by pulling: fetch the branch, rebase onto it, push again, at most
     `tries` pushes in all; still rejected → the pull_retry failure is raised.
-    A rebase conflict → manual_review, with the worktree left as before it.
+    Nothing is ever force-pushed: the other commits stay. A rebase conflict →
+    manual_review, with the worktree left as before it and our commits pushed
+    to a branch of their own (`<branch>-unmerged-<sha>`, named in the
+    message), so that the person who resolves it has them on the remote.
     """
+    require_worktree(worktree)
     for attempt in range(1, tries + 1):
         try:
             run_git(
@@ -414,8 +478,46 @@ def push(
             if failure.action != Action.PULL_RETRY or attempt == tries:
                 raise
             logger.info("push of %s rejected (attempt %s): pulling", branch, attempt)
-        _pull_rebase(worktree, branch, env)
+        try:
+            _pull_rebase(worktree, branch, env)
+        except ClassifiedFailure as failure:
+            if failure.action != Action.MANUAL_REVIEW:
+                raise
+            raise _kept_aside(worktree, branch, env, failure) from failure
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _kept_aside(
+    worktree: str | os.PathLike[str],
+    branch: str,
+    env: Mapping[str, str] | None,
+    failure: ClassifiedFailure,
+) -> ClassifiedFailure:
+    """Push our commits, which do not rebase cleanly onto someone else's push
+    to `branch`, to a new branch beside it; the manual_review failure to raise,
+    naming both branches."""
+    sha = head_sha(worktree)
+    aside = f"{branch}-unmerged-{sha[:12]}"
+    kept = git(
+        ["push", "--quiet", "origin", f"HEAD:refs/heads/{aside}"],
+        worktree,
+        env,
+        check=False,
+    )
+    where = (
+        f"our commits are on {aside}"
+        if kept.returncode == 0
+        else f"our commits ({sha[:12]}) are only in the worktree: pushing them "
+        f"to {aside} failed too"
+    )
+    return make_error(
+        SOURCE,
+        NO_RESPONSE,
+        Action.MANUAL_REVIEW,
+        f"someone else pushed to {branch} and our commits do not rebase onto "
+        f"theirs - {where}; a person merges the two ({failure.error.message})",
+        original=failure,
+    ).exception()
 
 
 def _pull_rebase(

@@ -27,6 +27,7 @@ Classification (from git's stderr, read in the C locale so it is English):
 | timeout; network (resolve, connect, hang-up, HTTP 5xx) | wait_retry |
 | authentication (401, 403, "Authentication failed", no prompt) | rotate_token |
 | merge or rebase conflict | manual_review |
+| the folder it runs in is gone (a deleted worktree) | wait_retry |
 | anything else (bad ref, not a repository, git missing) | abort |
 
 The brief names "other → abort"; network failures are wait_retry instead
@@ -282,7 +283,17 @@ def git(
             start_new_session=True,
         )
     except OSError as exc:
-        # git missing, or cwd gone: nothing a retry changes.
+        if not os.path.isdir(cwd):
+            # The folder vanished (a worktree deleted under a running agent, a
+            # reaper, a person): the next step makes it again, so wait and retry.
+            raise make_error(
+                SOURCE,
+                NO_RESPONSE,
+                Action.WAIT_RETRY,
+                f"git {_verb(args)}: {os.fspath(cwd)} is gone - the next step "
+                "recreates it",
+            ).exception() from None
+        # git missing: nothing a retry changes.
         raise make_error(
             SOURCE,
             NO_RESPONSE,

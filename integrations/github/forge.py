@@ -11,7 +11,9 @@ the call goes to its URL directly: one request instead of two.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -22,7 +24,7 @@ from github import Github, GithubException, UnknownObjectException
 from github.PaginatedList import PaginatedList
 from github.PullRequestReview import PullRequestReview
 
-from codex.core.errors import Action, make_error
+from codex.core.errors import Action, ClassifiedError, ClassifiedFailure, make_error
 from codex.repositories.forge import Comment, PullRequest
 from integrations.github.client import (
     SOURCE,
@@ -61,6 +63,25 @@ mutation MarkReady($pullRequestId: ID!) {
   }
 }
 """
+
+
+# GitHub answers 410 "This issue was deleted" for a deleted issue, and 404 for
+# one that was transferred elsewhere (or deleted long ago).
+ISSUE_GONE_STATUSES = frozenset({404, 410})
+
+
+class IssueGone(ClassifiedFailure):
+    """An issue Codex works for is no longer on GitHub (deleted or transferred).
+
+    An abort: nothing about it changes by retrying. `number` is the issue.
+    """
+
+    def __init__(self, error: ClassifiedError, number: int = 0) -> None:
+        super().__init__(error)
+        self.number = number
+
+    def __reduce__(self):
+        return (type(self), (self.error, self.number))
 
 
 def _pull(pr: GhPullRequest) -> PullRequest:
@@ -242,12 +263,56 @@ class GitHubForge:
 
     # -- issues and comments ----------------------------------------------------
 
+    def _gone(self, number: int, exc: GithubException) -> IssueGone:
+        detail = (
+            (exc.data or {}).get("message", "") if isinstance(exc.data, dict) else ""
+        )
+        what = "was deleted" if exc.status == 410 else "was deleted or moved"
+        error = make_error(
+            SOURCE,
+            exc.status,
+            Action.ABORT,
+            f"issue #{number} of {self.repository.full_name} {what} on GitHub"
+            + (f": {detail}" if detail else ""),
+            original=exc,
+        )
+        return IssueGone(error, number)
+
+    @contextlib.contextmanager
+    def _issue_calls(self, number: int) -> Iterator[None]:
+        """404/410 on an issue's own URL (the repository answered): IssueGone."""
+        try:
+            yield
+        except GithubException as exc:
+            if exc.status in ISSUE_GONE_STATUSES:
+                raise self._gone(number, exc) from exc
+            raise
+
+    @github_errors
+    def ensure_issue(self, issue_number: int) -> None:
+        """Raise IssueGone when the issue no longer exists (one GET).
+
+        A 404 is told apart from a token that lost access by asking for the
+        repository too: when that is invisible as well, the failure is the
+        ordinary 404 (manual_review: a person checks the access).
+        """
+        try:
+            self._request("GET", f"/issues/{issue_number}")
+        except GithubException as exc:
+            if exc.status == 404:
+                self.github.requester.requestJsonAndCheck("GET", self.repo.url)
+            if exc.status in ISSUE_GONE_STATUSES:
+                raise self._gone(issue_number, exc) from exc
+            raise
+
     @github_errors
     def comment(self, issue_number: int, body: str) -> Comment:
-        """Comment on an issue or pull request (one POST, never retried)."""
-        _, data = self._request(
-            "POST", f"/issues/{issue_number}/comments", input={"body": body}
-        )
+        """Comment on an issue or pull request (one POST, never retried).
+        IssueGone when the issue was deleted."""
+        with self._issue_calls(issue_number):
+            _, data = self._request(
+                "POST", f"/issues/{issue_number}/comments", input={"body": body}
+            )
         return _comment(data)
 
     def _our_logins(self) -> set[str]:
@@ -271,9 +336,11 @@ class GitHubForge:
         """Our comment on the issue containing `marker` (the newest), if any."""
         ours = self._our_logins()
         found = None
-        for comment in self.repo.get_issue(issue_number).get_comments():
-            if comment.user.login.lower() in ours and marker in (comment.body or ""):
-                found = Comment(id=comment.id, url=comment.html_url, body=comment.body)
+        with self._issue_calls(issue_number):
+            for comment in self.repo.get_issue(issue_number).get_comments():
+                body = comment.body or ""
+                if comment.user.login.lower() in ours and marker in body:
+                    found = Comment(id=comment.id, url=comment.html_url, body=body)
         return found
 
     @github_errors
@@ -323,11 +390,12 @@ class GitHubForge:
         harmless; the comment is the caller's to guard with find_comment)."""
         if comment:
             self.comment(issue_number, comment)
-        self._request(
-            "PATCH",
-            f"/issues/{issue_number}",
-            input={"state": "closed", "state_reason": "completed"},
-        )
+        with self._issue_calls(issue_number):
+            self._request(
+                "PATCH",
+                f"/issues/{issue_number}",
+                input={"state": "closed", "state_reason": "completed"},
+            )
 
     # -- people -----------------------------------------------------------------
 

@@ -221,6 +221,22 @@ class IssueClaimQuerySet(VersionedQuerySet):
         )
         return taken
 
+    def release_deleted_issue(
+        self, repository: Repository, number: int, *, by: str, reason: str
+    ) -> int:
+        """Issue `number` of `repository` was deleted on GitHub: release its
+        claim (whoever holds it) so that no session works on, fails on or
+        claims it again. Returns how many claims it released (0 or 1)."""
+        released = 0
+        for claim in self.filter(repository=repository, number=number).exclude(
+            state=ClaimState.BLOCKED
+        ):
+            if claim.state == ClaimState.RELEASED and claim.issue_closed:
+                continue
+            claim.perform("release_deleted", by=by, reason=reason)
+            released += 1
+        return released
+
     def expire_stale(
         self, *, by: str = SYSTEM_ACTOR, now: datetime | None = None
     ) -> int:
@@ -252,6 +268,7 @@ class IssueClaim(LoggedStateModel):
         claimed | failed ──expire (TTL passed)──▶ unclaimed
         blocked ──unblock──▶ unclaimed          (operator; failures reset)
         unclaimed | failed | released ──block──▶ blocked  (operator)
+        any but blocked ──release_deleted──▶ released  (the issue was deleted)
 
     A claim holds for the TTL (CODEX_CLAIM_TTL_MINUTES, 30 min by default) from
     `claimed_at`; a failed claim cools down for one TTL from `failed_at`. Past
@@ -402,6 +419,26 @@ class IssueClaim(LoggedStateModel):
     ) -> None:
         """Let the issue go without closing it; any session may claim it again."""
         self._check_holder(session_id)
+        self.expires_at = None
+
+    @transition(
+        field=state,
+        source=[
+            ClaimState.UNCLAIMED,
+            ClaimState.CLAIMED,
+            ClaimState.FAILED,
+            ClaimState.RELEASED,
+        ],
+        target=ClaimState.RELEASED,
+        custom={"admin": False},
+    )
+    def release_deleted(
+        self, *, by: str, reason: str = "the issue was deleted"
+    ) -> None:
+        """The issue is gone from GitHub: let go of it for good. Not a failure
+        of the session (nothing counts towards blocking) and never claimable
+        again (`issue_closed`: there is nothing left to work on)."""
+        self.issue_closed = True
         self.expires_at = None
 
     @transition(

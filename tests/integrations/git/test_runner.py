@@ -175,9 +175,19 @@ def test_timeout_uses_the_setting(tmp_path, settings, monkeypatch):
     assert excinfo.value.action == Action.WAIT_RETRY
 
 
-def test_a_missing_folder_aborts(tmp_path):
+def test_a_missing_folder_waits_for_the_next_step_to_recreate_it(tmp_path):
+    # A worktree deleted under a running agent: retryable, not an abort (the
+    # next step makes the worktree again from the pushed branch).
     with pytest.raises(ClassifiedFailure) as excinfo:
         run_git(["status"], tmp_path / "does-not-exist")
+    assert excinfo.value.action == Action.WAIT_RETRY
+    assert "is gone" in excinfo.value.message
+
+
+def test_git_missing_still_aborts(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    with pytest.raises(ClassifiedFailure) as excinfo:
+        run_git(["status"], tmp_path)
     assert excinfo.value.action == Action.ABORT
 
 
