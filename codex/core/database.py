@@ -87,6 +87,20 @@ class DatabaseUnavailableMiddleware:
         return unavailable_response(request)
 
 
+def connection_lost(alias: str = "default") -> bool:
+    """Whether the connection of `alias` is gone (never made, closed after a
+    failed rollback, or broken), as after a restart. Errors of a working
+    connection (SQLite's "database is locked" or "no such table", a statement
+    timeout, a deadlock) are no outage: retrying them blindly could loop."""
+    connection = connections[alias]
+    if connection.connection is None:
+        return True
+    try:
+        return not connection.is_usable()
+    except Exception:  # noqa: BLE001 - whatever it raises, it is not usable
+        return True
+
+
 def database_answers(alias: str = "default") -> bool:
     """True when a fresh connection to `alias` runs SELECT 1."""
     connection = connections[alias]

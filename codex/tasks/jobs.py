@@ -16,7 +16,11 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections, transaction
 from django.utils import timezone
 
-from codex.core.database import DATABASE_UNAVAILABLE, wait_for_database
+from codex.core.database import (
+    DATABASE_UNAVAILABLE,
+    connection_lost,
+    wait_for_database,
+)
 from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
@@ -58,6 +62,8 @@ def advance_task(task_id: str) -> str:
     try:
         return _advance_task(task_id, holder)
     except DATABASE_UNAVAILABLE as exc:
+        if not connection_lost():
+            raise  # the database answered with an error: not an outage
         return _requeue_after_outage(task_id, holder, exc)
 
 
@@ -108,8 +114,8 @@ def _advance_task(task_id: str, holder: str) -> str:
 
 
 def _requeue_after_outage(task_id: str, holder: str, exc: Exception) -> str:
-    """The database went away during a step: wait (at most most of the job's
-    timeout) until it answers, give back the lease if this worker still holds
+    """The database went away during a step: wait until it answers (for up to
+    80% of the job's timeout), give back the lease if this worker still holds
     it, and enqueue the step again. If it does not come back in time, raise:
     the ORM broker then redelivers the unacknowledged step (its acknowledgement
     fails too), and under Redis the stale-work and stuck-task jobs re-queue it.
@@ -183,11 +189,11 @@ class Heartbeat:
 def _run_phase(task: Task, task_id: str) -> PhaseResult:
     try:
         return get_phase_runner().run(task)
-    except DATABASE_UNAVAILABLE:
-        raise  # not the phase's failure: advance_task re-queues the step
     except ClassifiedFailure as failure:
         return PhaseResult.from_error(failure.error)
     except Exception as exc:  # a crashing runner must not strand the task
+        if isinstance(exc, DATABASE_UNAVAILABLE) and connection_lost():
+            raise  # not the phase's failure: advance_task re-queues the step
         logger.exception("advance_task %s: the phase runner raised", task_id)
         return PhaseResult.blocked(
             f"the phase runner failed: {type(exc).__name__}: {exc}"[:2000]

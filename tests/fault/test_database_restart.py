@@ -107,6 +107,52 @@ def test_a_page_answers_503_not_500_when_the_database_is_lost(rf):
     assert middleware.process_exception(rf.get("/"), ValueError("x")) is None
 
 
+class LosesTheDatabase:
+    """A phase runner whose database goes away mid-phase."""
+
+    def run(self, task):
+        raise OperationalError("server closed the connection unexpectedly")
+
+
+@pytest.mark.django_db
+def test_a_step_that_lost_the_database_requeues_itself(settings, monkeypatch):
+    from codex.tasks.jobs import advance_task
+    from codex.tasks.models import Task
+    from tests.factories import make_task
+
+    settings.CODEX_PHASE_RUNNER = f"{__name__}.LosesTheDatabase"
+    task = make_task(title="Lost mid-step")
+    enqueued = []
+    monkeypatch.setattr(
+        "codex.tasks.jobs.enqueue_on_commit", lambda *args: enqueued.append(args)
+    )
+    monkeypatch.setattr("codex.tasks.jobs.connection_lost", lambda: True)
+    monkeypatch.setattr("codex.tasks.jobs.wait_for_database", lambda timeout: True)
+
+    assert advance_task(task.task_id) == "requeued: database unavailable"
+    assert enqueued == [("codex.tasks.jobs.advance_task", task.task_id)]
+    row = Task.objects.get(pk=task.pk)
+    assert row.lease_holder is None, "the lease is given back for the re-run"
+    assert row.status == "in_progress" and row.phase == "intake"
+
+
+@pytest.mark.django_db
+def test_a_database_error_on_a_working_connection_is_no_outage(settings):
+    """SQLite's "no such table", a statement timeout: the connection still
+    works, so the step is not re-queued in a loop; the phase blocks as any
+    crashing runner does."""
+    from codex.tasks.jobs import advance_task
+    from codex.tasks.models import Task
+    from tests.factories import make_task
+
+    settings.CODEX_PHASE_RUNNER = f"{__name__}.LosesTheDatabase"
+    task = make_task(title="Database error")
+    advance_task(task.task_id)
+    row = Task.objects.get(pk=task.pk)
+    assert row.status == "blocked"
+    assert "OperationalError" in row.blocked_reason
+
+
 def test_postgresql_connections_are_kept_and_health_checked():
     database = settings.DATABASES["default"]
     assert database["CONN_HEALTH_CHECKS"] is True
