@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A view that loses the database answers 503 with Retry-After, not 500.
+    "codex.core.database.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "codex.urls"
@@ -102,6 +104,12 @@ TEMPLATES = [
 ]
 
 # --- Database --------------------------------------------------------------
+# PostgreSQL connections are kept CODEX_DB_CONN_MAX_AGE seconds (> 0: no new
+# connection per request) and health-checked before a request first uses one
+# (CONN_HEALTH_CHECKS): after a database restart the first request reconnects
+# instead of failing on the dead connection, so web and workers recover without
+# a restart of their own. A request made while the database is down answers 503
+# with Retry-After (codex.core.database). tests/fault/test_database_restart.py.
 _default_sqlite = f"sqlite:///{VAR_DIR / 'codex.sqlite3'}"
 DATABASE_URL = env_str("DATABASE_URL", "") or _default_sqlite
 try:

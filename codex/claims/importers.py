@@ -27,6 +27,7 @@ from codex.claims.models import (
     claim_ttl,
 )
 from codex.claims.models.claim import subject_for
+from codex.core.imports import MAX_WHOLE_NUMBER, control_character, shorten
 from codex.events.models import Event, EventKind
 from codex.repositories.models import Repository
 
@@ -65,10 +66,15 @@ class _Reader:
         except json.JSONDecodeError as exc:
             self.problem(exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})")
             raise ImportProblems(self.problems) from None
+        except RecursionError:
+            self.problem(1, "not valid JSON: nested too deeply")
+            raise ImportProblems(self.problems) from None
 
     def issue_number(self, key: str, line: int, where: str) -> int | None:
-        if not key.isdigit() or int(key) < 1:
-            self.problem(line, f"{where} key {key!r} is not an issue number")
+        if not (key.isascii() and key.isdigit()) or not 1 <= int(key) <= (
+            MAX_WHOLE_NUMBER
+        ):
+            self.problem(line, f"{where} key {shorten(key)} is not an issue number")
             return None
         return int(key)
 
@@ -85,23 +91,49 @@ class _Reader:
         except ValueError:
             moment = None
         if moment is None:
-            self.problem(line, f"{where}: {name} {value!r} is not an ISO 8601 datetime")
+            self.problem(
+                line, f"{where}: {name} {shorten(value)} is not an ISO 8601 datetime"
+            )
+            return None
+        if not 1970 <= moment.year <= 9000:
+            self.problem(line, f"{where}: {name} {shorten(value)} is out of range")
             return None
         if timezone.is_naive(moment):
             moment = timezone.make_aware(moment)
         return moment
 
-    def count(self, entry: dict, name: str, line: int, where: str, default=None):
+    def count(
+        self,
+        entry: dict,
+        name: str,
+        line: int,
+        where: str,
+        default=None,
+        maximum: int = MAX_WHOLE_NUMBER,
+    ):
         value = entry.get(name, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        if (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or not 0 <= value <= maximum
+        ):
             self.problem(
-                line, f"{where}: {name} must be a whole number >= 0, not {value!r}"
+                line,
+                f"{where}: {name} must be a whole number >= 0 (at most {maximum}), "
+                f"not {shorten(value)}",
             )
             return None
         return value
 
     def text_field(
-        self, entry: dict, name: str, line: int, where: str, *, required: bool
+        self,
+        entry: dict,
+        name: str,
+        line: int,
+        where: str,
+        *,
+        required: bool,
+        max_length: int | None = 200,
     ) -> str | None:
         value = entry.get(name)
         if value is None and not required:
@@ -110,7 +142,21 @@ class _Reader:
             kind = "a non-empty string" if required else "a string"
             self.problem(line, f"{where}: {name} must be {kind}")
             return None
+        if not self.clean_text(value, line, f"{where}: {name}"):
+            return None
+        if max_length is not None and len(value) > max_length:
+            self.problem(
+                line, f"{where}: {name} is longer than {max_length} characters"
+            )
+            return None
         return value
+
+    def clean_text(self, value: str, line: int, what: str) -> bool:
+        """False (with a problem) when `value` holds a control character."""
+        found = control_character(value)
+        if found:
+            self.problem(line, f"{what} contains the control character {found}")
+        return found is None
 
 
 # -- .issue_claims.json -----------------------------------------------------------
@@ -147,9 +193,13 @@ def read_issue_claims(text: str) -> dict[int, dict[str, Any]]:
         claimed_at = reader.timestamp(entry, "claimed_at", line, where, required=True)
         if "title" not in entry:
             reader.problem(line, f"{where}: title is required")
-        title = reader.text_field(entry, "title", line, where, required=False)
+        title = reader.text_field(
+            entry, "title", line, where, required=False, max_length=None
+        )
         failed_at = reader.timestamp(entry, "failed_at", line, where, required=False)
-        failures = reader.count(entry, "failure_count", line, where, default=0)
+        failures = reader.count(
+            entry, "failure_count", line, where, default=0, maximum=32767
+        )
         if None in (session, claimed_at, title, failures):
             continue
         if failures >= CLAIM_MAX_FAILURES:
@@ -190,6 +240,11 @@ def read_issue_claims(text: str) -> dict[int, dict[str, Any]]:
             isinstance(reason, str) for reason in reasons
         ):
             reader.problem(line, f"{where}: failure_reasons must be a list of strings")
+            continue
+        if not all(
+            reader.clean_text(reason, line, f"{where}: failure_reasons")
+            for reason in reasons
+        ):
             continue
         last = reader.text_field(entry, "last_session", line, where, required=False)
         if None in (attempts, closes, last):
@@ -270,14 +325,19 @@ def read_github_project(text: str) -> tuple[dict[str, Any], dict[int, dict]]:
     project: dict[str, Any] = {}
     for name in ("project_id", "status_field_id"):
         value = reader.text_field(
-            data, name, reader.line_of(name), "project", required=True
+            data, name, reader.line_of(name), "project", required=True, max_length=100
         )
         project[name] = value
     number = data.get("project_number")
-    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+    if (
+        not isinstance(number, int)
+        or isinstance(number, bool)
+        or not 1 <= number <= MAX_WHOLE_NUMBER
+    ):
         reader.problem(
             reader.line_of("project_number"),
-            f"project: project_number must be a whole number >= 1, not {number!r}",
+            f"project: project_number must be a whole number >= 1 (at most "
+            f"{MAX_WHOLE_NUMBER}), not {shorten(number)}",
         )
     project["project_number"] = number
     options = data.get("status_options")
@@ -291,10 +351,12 @@ def read_github_project(text: str) -> tuple[dict[str, Any], dict[int, dict]]:
         ("Done", "done_option_id"),
     ):
         value = options.get(label)
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or len(value) > 100:
             reader.problem(
                 options_line, f"status_options: {label!r} must be an option id"
             )
+        elif not reader.clean_text(value, options_line, f"status_options: {label}"):
+            value = None
         project[attribute] = value
     items = data.get("items", {})
     items_at = reader.offset_of("items") if "items" in data else len(text)
@@ -312,12 +374,19 @@ def read_github_project(text: str) -> tuple[dict[str, Any], dict[int, dict]]:
         if not isinstance(entry, dict):
             reader.problem(line, f"{where}: must be an object")
             continue
-        item_id = reader.text_field(entry, "item_id", line, where, required=True)
-        status = BOARD_STATUS_BY_NAME.get(entry.get("status"))
+        item_id = reader.text_field(
+            entry, "item_id", line, where, required=True, max_length=100
+        )
+        raw_status = entry.get("status")
+        status = (
+            BOARD_STATUS_BY_NAME.get(raw_status)
+            if isinstance(raw_status, str)
+            else None
+        )
         if status is None:
             reader.problem(
                 line,
-                f"{where}: status {entry.get('status')!r} is not one of "
+                f"{where}: status {shorten(raw_status)} is not one of "
                 "Todo, In Progress, Done",
             )
         added_at = reader.timestamp(entry, "added_at", line, where, required=True)

@@ -14,6 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codex.core.imports import (
+    MAX_WHOLE_NUMBER,
+    UnreadableFile,
+    control_character,
+    read_import_file,
+    shorten,
+)
 from codex.fleet.models import AgentRun, HealthStatus, RunStatus
 from codex.fleet.productivity import productivity_score
 
@@ -51,20 +58,39 @@ def _iso(value: Any, name: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise BadLine(f"{name} is not ISO8601: {value!r}") from None
+        raise BadLine(f"{name} is not ISO8601: {shorten(value)}") from None
+    if not 1970 <= moment.year <= 9000:
+        raise BadLine(f"{name} is out of range: {shorten(value)}")
     # The spec's logs carry local-free times; Codex stores UTC.
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadLine(f"{name} must be a whole number >= 0, not {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_WHOLE_NUMBER
+    ):
+        raise BadLine(
+            f"{name} must be a whole number >= 0 (at most {MAX_WHOLE_NUMBER}), "
+            f"not {shorten(value)}"
+        )
+    return value
+
+
+def _text(value: str, name: str, max_length: int | None = None) -> str:
+    found = control_character(value)
+    if found:
+        raise BadLine(f"{name} contains the control character {found}")
+    if max_length is not None and len(value) > max_length:
+        raise BadLine(f"{name} is longer than {max_length} characters")
     return value
 
 
 def _issues(value: Any, name: str) -> list[int]:
     if not isinstance(value, list) or any(
-        isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in value
+        isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_WHOLE_NUMBER
+        for n in value
     ):
         raise BadLine(f"{name} must be a list of issue numbers")
     return value
@@ -75,7 +101,9 @@ def parse_session_line(text: str, location: str = "") -> AgentRun:
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadLine(f"not JSON: {exc.msg}") from None
+        raise BadLine(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise BadLine("not JSON: nested too deeply") from None
     if not isinstance(record, dict):
         raise BadLine("not a JSON object")
     missing = [name for name in REQUIRED_FIELDS if name not in record]
@@ -84,6 +112,7 @@ def parse_session_line(text: str, location: str = "") -> AgentRun:
     session_id = record["session_id"]
     if not isinstance(session_id, str) or not session_id.strip():
         raise BadLine("session_id must be a non-empty string")
+    _text(session_id.strip(), "session_id", max_length=200)
     started_at = _iso(record["started_at"], "started_at")
     ended_at = _iso(record["ended_at"], "ended_at")
     if ended_at < started_at:
@@ -122,6 +151,8 @@ def parse_session_line(text: str, location: str = "") -> AgentRun:
     warnings = record.get("warnings", [])
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise BadLine("warnings must be a list of strings")
+    for warning in warnings:
+        _text(warning, "warnings")
     return AgentRun(
         session_id=session_id.strip(),
         # A session the old system judged unhealthy had failed; the rest ended.
@@ -141,24 +172,28 @@ def parse_session_line(text: str, location: str = "") -> AgentRun:
 
 
 def read_session_logs(paths: list[Path]) -> tuple[list[SessionLine], list[str]]:
-    """Every valid line of `paths` and every problem as "path:line: why"."""
+    """Every valid line of `paths` and every problem as "path:line: why".
+
+    Lines end at newlines only: a JSON string may hold U+2028 or a form feed,
+    which `str.splitlines` would take for line ends. A leading BOM is dropped."""
     lines: list[SessionLine] = []
     errors: list[str] = []
     first_seen: dict[str, str] = {}
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_import_file(path)
+        except UnreadableFile as exc:
             errors.append(f"{path}: cannot read: {exc}")
             continue
-        for number, raw in enumerate(text.splitlines(), start=1):
+        for number, raw in enumerate(text.split("\n"), start=1):
+            raw = raw.removesuffix("\r")
             if not raw.strip():
                 continue
             location = f"{path}:{number}"
             try:
                 run = parse_session_line(raw, location)
             except BadLine as exc:
-                errors.append(f"{location}: {exc}")
+                errors.append(f"{location}: {str(exc)[:300]}")
                 continue
             if run.session_id in first_seen:
                 errors.append(

@@ -13,9 +13,14 @@ import threading
 import uuid
 
 from django.conf import settings
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, close_old_connections, connections, transaction
 from django.utils import timezone
 
+from codex.core.database import (
+    DATABASE_UNAVAILABLE,
+    connection_lost,
+    wait_for_database,
+)
 from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
@@ -48,8 +53,21 @@ def advance_task(task_id: str) -> str:
     """Run one step of a task: lease, run the current phase (recorded as an
     agent run), apply the result, apply pauses and cancellations requested
     meanwhile, release, and enqueue the next step. A task that is not ready, or
-    whose lease another worker holds, is left alone. Returns what it did."""
+    whose lease another worker holds, is left alone. Returns what it did.
+
+    A step that loses the database (a restart, a failover) waits for it to
+    answer again and hands itself back to the queue (`_requeue_after_outage`):
+    its transaction was rolled back, so the step simply runs again."""
     holder = worker_identity()
+    try:
+        return _advance_task(task_id, holder)
+    except DATABASE_UNAVAILABLE as exc:
+        if not connection_lost():
+            raise  # the database answered with an error: not an outage
+        return _requeue_after_outage(task_id, holder, exc)
+
+
+def _advance_task(task_id: str, holder: str) -> str:
     task = Task.objects.select_related("repository").filter(task_id=task_id).first()
     if task is None:
         logger.warning("advance_task: no task %s", task_id)
@@ -95,6 +113,29 @@ def advance_task(task_id: str) -> str:
     return f"{task.status}/{task.phase}"
 
 
+def _requeue_after_outage(task_id: str, holder: str, exc: Exception) -> str:
+    """The database went away during a step: wait until it answers (for up to
+    80% of the job's timeout), give back the lease if this worker still holds
+    it, and enqueue the step again. If it does not come back in time, raise:
+    the ORM broker then redelivers the unacknowledged step (its acknowledgement
+    fails too), and under Redis the stale-work and stuck-task jobs re-queue it.
+    """
+    logger.warning(
+        "advance_task %s: lost the database (%s: %s); waiting for it",
+        task_id,
+        type(exc).__name__,
+        str(exc).strip()[:300],
+    )
+    if not wait_for_database(timeout=settings.Q_CLUSTER["timeout"] * 0.8):
+        raise exc
+    Task.objects.filter(task_id=task_id, lease_holder=holder).update(
+        lease_holder=None, lease_expires_at=None
+    )
+    enqueue_on_commit(ADVANCE_JOB, task_id)
+    logger.info("advance_task %s: the database is back; step re-queued", task_id)
+    return "requeued: database unavailable"
+
+
 class Heartbeat:
     """While a phase runs, keep the task's lease and the agent run alive.
 
@@ -130,6 +171,9 @@ class Heartbeat:
 
     def beat(self) -> None:
         """One heartbeat: extend the lease, stamp the run."""
+        # A long-lived thread: drop a connection the database closed (a
+        # restart) instead of failing on it at every beat.
+        close_old_connections()
         try:
             if not self.task.keep_lease_alive(self.holder):
                 self.lost = True
@@ -148,6 +192,8 @@ def _run_phase(task: Task, task_id: str) -> PhaseResult:
     except ClassifiedFailure as failure:
         return PhaseResult.from_error(failure.error)
     except Exception as exc:  # a crashing runner must not strand the task
+        if isinstance(exc, DATABASE_UNAVAILABLE) and connection_lost():
+            raise  # not the phase's failure: advance_task re-queues the step
         logger.exception("advance_task %s: the phase runner raised", task_id)
         return PhaseResult.blocked(
             f"the phase runner failed: {type(exc).__name__}: {exc}"[:2000]

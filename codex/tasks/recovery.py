@@ -9,7 +9,9 @@ Recovery procedure (spec 002 §3.6):
 5. alert when recovery was attempted > 3 times for the same phase
    (CODEX_RECOVERY_ALERT_AFTER), once per attempt through the outbox.
 
-Only in_progress and blocked tasks are ever touched: a paused task waits for a
+Only pending, in_progress and blocked tasks are ever touched (a pending one
+whose first step was lost, e.g. with a restarted Redis broker's memory, would
+otherwise wait forever): a paused task waits for a
 user, an escalated one for a person's answer, and terminal ones are done. Every
 change is made under the task's lease (§3.5); a lease somebody still holds is
 respected, an expired one is force-broken ("only via manual intervention or Task
@@ -39,7 +41,7 @@ logger = logging.getLogger(__name__)
 ACTOR = "system:recovery"
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 CLEARED_BY_RECOVERY = "cleared by recovery"
-RECOVERABLE_STATUSES = (Status.IN_PROGRESS, Status.BLOCKED)
+RECOVERABLE_STATUSES = (Status.PENDING, Status.IN_PROGRESS, Status.BLOCKED)
 # Who hears about a phase that keeps getting stuck. Not in the specs: the spec's
 # escalations go to Teams, so the operators' alert does too unless configured.
 DEFAULT_ALERT_CHANNEL = "teams"

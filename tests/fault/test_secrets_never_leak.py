@@ -10,7 +10,10 @@ import os
 import sys
 from pathlib import Path
 
+import anthropic
+import httpx2
 import pytest
+import responses
 from cryptography.fernet import Fernet
 from django.db import connection
 from rest_framework.test import APIClient
@@ -18,8 +21,11 @@ from rest_framework.test import APIClient
 from agents.tools import Sandbox
 from codex.accounts.models import ApiToken, hash_key
 from codex.configuration.models import Setting
+from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event
 from codex.tasks.jobs import advance_task
+from integrations.anthropic.client import model_client
+from integrations.github.client import github_client, github_errors
 from tests.api.resources import make_world
 from tests.factories import make_token
 
@@ -70,7 +76,7 @@ API_LISTS = [
 ]
 
 
-def test_no_secret_in_api_admin_events_or_logs(secrets, role_users, caplog):
+def test_no_secret_in_api_admin_events_or_logs(secrets, role_users, caplog, settings):
     caplog.set_level(logging.DEBUG)
     world = make_world()
     values = secrets["values"]
@@ -130,14 +136,86 @@ def test_no_secret_in_api_admin_events_or_logs(secrets, role_users, caplog):
         assert response.status_code == 200, url
         assert_clean(response.content.decode(), values, url)
 
+    # Calls that surely log, each made with a secret in hand.
+    drive_logged_failures(secrets, settings)
+
     for event in Event.objects.all():
         text = f"{event.reason} {json.dumps(event.data, default=str)}"
         assert_clean(text, values, f"event {event.pk}")
     logged = "\n".join(
-        f"{record.getMessage()} {record.args!r} {record.exc_text or ''}"
+        f"{record.name} {record.getMessage()} {record.args!r} {record.exc_text or ''}"
         for record in caplog.records
     )
+    # A scan of nothing proves nothing: the failures above must have logged.
+    assert caplog.records, "nothing was logged: the scan would check nothing"
+    for expected in (
+        "Unauthorized: /api/webhooks/github/",  # the bad signature
+        "github call failed",  # the rejected token
+        "api.anthropic.test",  # the rejected key (the SDK's request log)
+    ):
+        assert expected in logged, f"no log line for {expected!r}"
     assert_clean(logged, values, "the log")
+
+
+def drive_logged_failures(secrets, settings) -> None:
+    """A webhook with a bad signature, a GitHub call rejected with the token, a
+    model call rejected with the key: each logs, none may log the secret."""
+    from django.test import Client
+
+    body = json.dumps({"action": "opened", "secret": "guess"}).encode()
+    response = Client().post(
+        "/api/webhooks/github/",
+        body,
+        content_type="application/json",
+        HTTP_X_GITHUB_EVENT="issues",
+        HTTP_X_GITHUB_DELIVERY="fault-secrets-1",
+        HTTP_X_HUB_SIGNATURE_256="sha256=" + "0" * 64,
+    )
+    assert response.status_code == 401
+    assert_clean(response.content.decode(), secrets["values"], "the webhook's 401")
+
+    settings.GITHUB_BASE_URL = "https://api.github.com"
+    settings.GITHUB_APP_ID = ""
+    settings.CODEX_GITHUB_SECONDS_BETWEEN_REQUESTS = None
+    settings.CODEX_GITHUB_SECONDS_BETWEEN_WRITES = None
+    settings.CODEX_GITHUB_RETRY_BACKOFF = 0
+    with responses.RequestsMock() as github:
+        github.get(
+            "https://api.github.com:443/repos/acme/secret-scan",
+            status=401,
+            json={"message": "Bad credentials"},
+        )
+        with pytest.raises(ClassifiedFailure), github_errors:
+            github_client().get_repo("acme/secret-scan").update()
+        sent = github.calls[0].request.headers["Authorization"]
+    assert GITHUB_TOKEN in sent, "the call was made with the token"
+
+    credentials: list[str] = []
+
+    def rejected(request: httpx2.Request) -> httpx2.Response:
+        credentials.append(
+            request.headers.get("authorization", "")
+            + request.headers.get("x-api-key", "")
+        )
+        return httpx2.Response(
+            401,
+            json={
+                "type": "error",
+                "error": {"type": "authentication_error", "message": "invalid key"},
+            },
+            headers={"request-id": "req_fault_secrets"},
+        )
+
+    settings.ANTHROPIC_BASE_URL = "https://api.anthropic.test"
+    client = model_client(
+        http_client=anthropic.DefaultHttpxClient(
+            transport=httpx2.MockTransport(rejected)
+        )
+    )
+    with pytest.raises(ClassifiedFailure):
+        client.send(messages=[{"role": "user", "content": "hello"}])
+    client.close()
+    assert credentials and ANTHROPIC_KEY in credentials[0], "made with the key"
 
 
 def test_configuration_secrets_are_encrypted_at_rest(secrets):

@@ -114,9 +114,11 @@ def test_the_threshold_comes_from_the_setting(clock, settings):
 
 
 @pytest.mark.parametrize(
-    "status", ["pending", "paused", "escalated", "completed", "failed", "cancelled"]
+    "status", ["paused", "escalated", "completed", "failed", "cancelled"]
 )
-def test_tasks_not_in_progress_or_blocked_are_never_touched(clock, enqueued, status):
+def test_tasks_not_pending_in_progress_or_blocked_are_never_touched(
+    clock, enqueued, status
+):
     task = stuck_task(status=status)
     clock.move_to(T0 + timedelta(days=3))
 
@@ -327,3 +329,18 @@ def test_a_task_that_moved_on_before_the_lease_is_not_recovered(clock, monkeypat
 
 def test_an_unknown_task_id_is_ignored():
     assert recover_task("FEAT-20260101-zzzzzz") is False
+
+
+def test_a_pending_task_whose_first_step_was_lost_is_queued_again(
+    clock, enqueued, django_capture_on_commit_callbacks
+):
+    """Its first step may be gone with a restarted Redis broker's memory."""
+    task = stuck_task(status="pending", phase="intake")
+    clock.move_to(T0 + STUCK)
+
+    assert run_recovery(django_capture_on_commit_callbacks) == 1
+
+    row = Task.objects.get(pk=task.pk)
+    assert row.status == "pending"
+    assert row.phase_progress["intake"]["recoveries"] == 1
+    assert advance_calls(enqueued) == [task.task_id]

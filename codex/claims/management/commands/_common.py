@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
+from codex.core.imports import UnreadableFile, read_import_file
 from codex.repositories.models import Repository
 
 
 def read_text(path: str) -> str:
     """The file's text, or a CommandError saying why it cannot be read."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_import_file(path)
+    except UnreadableFile as exc:
         raise CommandError(f"{path}: cannot read the file: {exc}") from None
 
 

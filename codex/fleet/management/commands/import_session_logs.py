@@ -33,7 +33,7 @@ class Command(BaseCommand):
         unmatched: list[str] = []
         for pattern in paths:
             matches = sorted(glob.glob(pattern, recursive=True)) or (
-                [pattern] if Path(pattern).is_file() else []
+                [pattern] if _reachable(pattern) else []
             )
             if not matches:
                 unmatched.append(f"{pattern}: no such file")
@@ -63,3 +63,11 @@ class Command(BaseCommand):
             f"Imported {len(new)} run(s) from {len(files)} file(s); "
             f"{len(lines) - len(new)} already imported."
         )
+
+
+def _reachable(path: str) -> bool:
+    """The path exists, or cannot even be looked at: reading it says why."""
+    try:
+        return Path(path).exists()
+    except OSError:
+        return True
