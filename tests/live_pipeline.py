@@ -322,9 +322,17 @@ class LivePipeline:
             done = sum(counts[status] for status in SETTLED)
             return counts if done == len(task_ids) else None
 
-        return wait_for(
-            settled, timeout, "every task to settle", clusters=clusters, interval=0.5
-        )
+        try:
+            return wait_for(
+                settled,
+                timeout,
+                "every task to settle",
+                clusters=clusters,
+                interval=0.5,
+            )
+        except AssertionError as exc:
+            counts = dict(self.statuses(task_ids))
+            raise AssertionError(f"statuses {counts}: {exc}") from None
 
     def main_messages(self) -> list[str]:
         """The full message of every commit on main, newest first."""
