@@ -54,6 +54,8 @@ SUBMIT_RESULT = "submit_result"
 # budget entry yet, so it is a manual review whose detail names the budget.
 BUDGET_ESCALATION_CODE = "manual_review"
 CACHE = {"type": "ephemeral"}
+# The share of the worker's job timeout (Q_TIMEOUT) an agent run may take.
+JOB_TIMEOUT_SHARE = 0.8
 # Block types that may carry cache_control (thinking blocks may not).
 _CACHEABLE = frozenset(
     {"text", "tool_use", "tool_result", "image", "document", "server_tool_use"}
@@ -103,13 +105,22 @@ class Budget:
             return getattr(settings, name, default)
 
         base = cls()
+        max_seconds = float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds))
+        job_timeout = get("Q_TIMEOUT", None)
+        if job_timeout:
+            # django-q kills a job at its timeout: a run allowed longer is cut
+            # short there, its task waits for the stale-work reaper, and the
+            # phase starts over only to be killed again, forever. Ending inside
+            # the job (wrap-up first, then budget_exhausted: a person decides)
+            # leaves the rest of the step (worktree, tests, merge) its share.
+            max_seconds = min(max_seconds, float(job_timeout) * JOB_TIMEOUT_SHARE)
         return cls(
             max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
             max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),
             max_cost_usd=Decimal(
                 str(get("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd))
             ),
-            max_seconds=float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds)),
+            max_seconds=max_seconds,
             max_response_tokens=int(
                 get("CODEX_AGENT_MAX_RESPONSE_TOKENS", base.max_response_tokens)
             ),
