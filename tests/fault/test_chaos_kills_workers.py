@@ -22,6 +22,13 @@ workers drain the outbox (codex.notifications.jobs.drain_outbox, enqueued
 again and again) while the kills go on. The outbox promises at most once: a
 worker killed between claiming a row and marking it sent leaves it `sending`
 for an operator, never re-sent automatically.
+
+Time: on the shared two-core machine (load average about 10 from parallel
+test runs) 50 tasks take about 250 s through four workers with no kills, and
+about 340 s with the kills (the whole test about 6 minutes): over the 3-minute
+target, bounded by the machine's throughput rather than by recovery. The
+kills cost one CODEX_JOB_RETRY (50 s) of delay per stranded step, in parallel
+with the other tasks' work.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from collections import Counter
 import pytest
 from django_q.tasks import async_task
 
+from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun, RunStatus
 from codex.notifications.models import Notification, NotificationStatus
 from codex.tasks.jobs import resume_due_tasks
@@ -171,8 +179,17 @@ def test_fifty_tasks_complete_with_no_duplicate_side_effect_while_workers_die(
         f"runs did not succeed (cut short by a kill, or failed)"
     )
 
-    # 50/50 completed, each exactly once.
+    # The kills hit work in progress, and the steps they stranded were taken
+    # over once their lease expired.
     assert len(kills) == KILLS, f"only {len(kills)} kills before everything ended"
+    assert interrupted.exists()
+    assert Event.objects.filter(
+        task__task_id__in=ids,
+        kind=EventKind.LEASE,
+        reason__startswith="took over the expired lease",
+    ).exists()
+
+    # 50/50 completed, each exactly once.
     assert counts == Counter({Status.COMPLETED: TASKS}), counts
     for task in Task.objects.filter(task_id__in=ids):
         assert completions(task) == 1, f"{task.task_id} completed {completions(task)}x"
