@@ -6,7 +6,21 @@ until the role calls `submit_result` with an object that satisfies its JSON
 schema. It stops early, with a reason the caller turns into an escalation or a
 failure, when a budget runs out (turns, tokens, cost: hard caps), the model
 refuses, invalid results or replies without a result repeat, or the model
-client raises a classified error.
+client raises a classified error it should not wait out in place.
+
+Transient model errors (wait_retry: 429, 529, 5xx, a dropped connection) are
+retried inside the conversation, so a hiccup at turn 30 does not throw away
+29 turns of work: the same request is sent again after the server's
+retry-after (never earlier; up to a fifth later, so that conversations limited
+together do not come back together), or after an exponential backoff with
+jitter when the server named no delay. This is bounded twice: at most
+`Budget.model_retries` in-place retries per run (CODEX_MODEL_INLINE_RETRIES),
+and never a wait longer than `Budget.model_retry_max_wait`
+(CODEX_MODEL_INLINE_WAIT_SECONDS). A server asking for longer, or a run out
+of in-place retries, ends the run with the error as before, and the worker
+requeues the step after the server's delay (a worker is not held for as long
+as the API asks; the task's own retry limit bounds the requeues). So one run
+sends at most turns + model_retries requests.
 
 Prompt caching: the tools and the system prompt are the stable prefix and
 carry a cache breakpoint; the conversation carries one on its last message
@@ -22,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +46,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from agents.tools import Tool, ToolOutcome, ToolRecord, cap_text
-from codex.core.errors import ClassifiedError, ClassifiedFailure
+from codex.core.errors import Action, ClassifiedError, ClassifiedFailure
 from integrations.anthropic.client import Response, Usage
 
 SUBMIT_RESULT = "submit_result"
@@ -39,6 +54,8 @@ SUBMIT_RESULT = "submit_result"
 # budget entry yet, so it is a manual review whose detail names the budget.
 BUDGET_ESCALATION_CODE = "manual_review"
 CACHE = {"type": "ephemeral"}
+# The share of the worker's job timeout (Q_TIMEOUT) an agent run may take.
+JOB_TIMEOUT_SHARE = 0.8
 # Block types that may carry cache_control (thinking blocks may not).
 _CACHEABLE = frozenset(
     {"text", "tool_use", "tool_result", "image", "document", "server_tool_use"}
@@ -78,6 +95,10 @@ class Budget:
     tool_output_chars: int = 20_000
     context_chars: int = 400_000  # about 100k tokens of history
     keep_recent_turns: int = 4
+    # Transient model errors retried in place (module docstring).
+    model_retries: int = 6
+    model_retry_max_wait: float = 30.0
+    model_retry_base_wait: float = 1.0
 
     @classmethod
     def from_settings(cls) -> Budget:
@@ -85,13 +106,22 @@ class Budget:
             return getattr(settings, name, default)
 
         base = cls()
+        max_seconds = float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds))
+        job_timeout = get("Q_TIMEOUT", None)
+        if job_timeout:
+            # django-q kills a job at its timeout: a run allowed longer is cut
+            # short there, its task waits for the stale-work reaper, and the
+            # phase starts over only to be killed again, forever. Ending inside
+            # the job (wrap-up first, then budget_exhausted: a person decides)
+            # leaves the rest of the step (worktree, tests, merge) its share.
+            max_seconds = min(max_seconds, float(job_timeout) * JOB_TIMEOUT_SHARE)
         return cls(
             max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
             max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),
             max_cost_usd=Decimal(
                 str(get("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd))
             ),
-            max_seconds=float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds)),
+            max_seconds=max_seconds,
             max_response_tokens=int(
                 get("CODEX_AGENT_MAX_RESPONSE_TOKENS", base.max_response_tokens)
             ),
@@ -99,6 +129,10 @@ class Budget:
                 get("CODEX_AGENT_TOOL_OUTPUT_CHARS", base.tool_output_chars)
             ),
             context_chars=int(get("CODEX_AGENT_CONTEXT_CHARS", base.context_chars)),
+            model_retries=int(get("CODEX_MODEL_INLINE_RETRIES", base.model_retries)),
+            model_retry_max_wait=float(
+                get("CODEX_MODEL_INLINE_WAIT_SECONDS", base.model_retry_max_wait)
+            ),
         )
 
     # The task's own budget (TaskBudget.apply): its caps and what the task's
@@ -511,8 +545,12 @@ class _Run:
         model: str | None,
         on_tool: Callable[[ToolRecord], None] | None,
         clock: Callable[[], float],
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.client = client
+        self.sleep = sleep
+        self.model_retries = 0  # in-place retries so far, this run
+        self.failures_in_a_row = 0
         self.system = (
             [{"type": "text", "text": system}]
             if isinstance(system, str)
@@ -611,6 +649,28 @@ class _Run:
         m.response_length += len(response.text)
         return response
 
+    def wait_before_retry(self, error: ClassifiedError) -> float | None:
+        """Seconds to wait before sending the failed request again in place, or
+        None when the run should end with `error` (not transient, the server
+        asks for longer than a worker should be held, or no retry left)."""
+        budget = self.budget
+        if error.action != Action.WAIT_RETRY:
+            return None
+        if self.model_retries >= budget.model_retries:
+            return None
+        if error.retry_after and error.retry_after > budget.model_retry_max_wait:
+            return None
+        self.model_retries += 1
+        self.failures_in_a_row += 1
+        if error.retry_after:
+            # Never earlier than the server asked; a little later, spread.
+            return random.uniform(error.retry_after, error.retry_after * 1.2)
+        backoff = min(
+            budget.model_retry_max_wait,
+            budget.model_retry_base_wait * 2 ** (self.failures_in_a_row - 1),
+        )
+        return random.uniform(backoff / 2, backoff)
+
     # -- tools
 
     def call_tool(self, block: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -667,9 +727,14 @@ class _Run:
             try:
                 response = self.send()
             except ClassifiedFailure as failure:
-                return self.outcome(
-                    Kind.ERROR, failure.error.message, error=failure.error
-                )
+                wait = self.wait_before_retry(failure.error)
+                if wait is None:
+                    return self.outcome(
+                        Kind.ERROR, failure.error.message, error=failure.error
+                    )
+                self.sleep(wait)
+                continue  # the same conversation, sent again
+            self.failures_in_a_row = 0
             stop = response.stop_reason
             if stop == "refusal":
                 details = response.stop_details or {}
@@ -743,14 +808,16 @@ def run_agent(
     model: str | None = None,
     on_tool: Callable[[ToolRecord], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RunOutcome:
     """Run one agent session to its submitted result or its stop reason.
 
     `system` is the role's system prompt (text or blocks, e.g. from
     agents.prompts.system_blocks); `prompt` the first user message; `tools`
     the role's tools (a Sandbox's `tools()` plus role tools); `on_tool` is
-    called with each call's record (log it as a tool event). Never raises for
-    model or tool failures: the outcome says what happened.
+    called with each call's record (log it as a tool event); `sleep` waits
+    before a transient model error is retried in place. Never raises for model
+    or tool failures: the outcome says what happened.
     """
     run = _Run(
         client,
@@ -762,5 +829,6 @@ def run_agent(
         model=model,
         on_tool=on_tool,
         clock=clock,
+        sleep=sleep,
     )
     return run.run()

@@ -376,6 +376,13 @@ for _role in ("PRODUCT_MANAGER", "PLANNER", "DEVELOPER", "QA", "REVIEWER", "RELE
     globals()[f"CODEX_MODEL_{_role}"] = env_str(f"CODEX_MODEL_{_role}", "") or None
 CODEX_MODEL_TIMEOUT_SECONDS = env_int("CODEX_MODEL_TIMEOUT_SECONDS", 300, minimum=5)
 CODEX_MODEL_MAX_RETRIES = env_int("CODEX_MODEL_MAX_RETRIES", 0, minimum=0, maximum=1)
+# A transient model error (429, 529, 5xx, lost connection) is retried inside the
+# agent's conversation at most this many times per run, waiting at most this
+# long each time; a longer retry-after requeues the step (agents/runtime.py).
+CODEX_MODEL_INLINE_RETRIES = env_int("CODEX_MODEL_INLINE_RETRIES", 6, minimum=0)
+CODEX_MODEL_INLINE_WAIT_SECONDS = env_int(
+    "CODEX_MODEL_INLINE_WAIT_SECONDS", 30, minimum=1, maximum=300
+)
 CODEX_MODEL_PRICES: dict = {}  # {model: {"input": usd, "output": usd}} per 1M tokens
 CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
 CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)

@@ -3,9 +3,11 @@
 The real `anthropic` SDK talks to it over HTTP (its `base_url`), so tests go
 through the SDK's own request building, response parsing and error classes.
 Replies are scripted in order: message bodies (text and tool_use blocks, a
-stop reason, optional usage) and error statuses with headers (429/529 with
-retry-after). Every request body is recorded, so tests can inspect what was
-sent, cache_control breakpoints included.
+stop reason, optional usage), error statuses with headers (429/529 with
+retry-after), and a dropped connection (`dropped()`: the socket is closed
+without an answer, as a crashed gateway would). Every request body is
+recorded, so tests can inspect what was sent, cache_control breakpoints
+included.
 
 When a scripted message gives no usage, the stub computes it from the request
 the way prompt caching bills it: the request is cut into segments (each tool,
@@ -19,9 +21,11 @@ property that matters: moving the breakpoints wrongly shows up as misses.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -37,13 +41,15 @@ _ids = itertools.count(1)
 @dataclass
 class Reply:
     """One scripted answer. `usage` None means: compute it from the request.
-    `delay` holds the answer back (bounded), to exercise client timeouts."""
+    `delay` holds the answer back (bounded), to exercise client timeouts.
+    `drop` closes the connection without answering (after `delay`)."""
 
     status: int = 200
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     usage: dict[str, int] | None = None
     delay: float = 0.0
+    drop: bool = False
 
 
 @dataclass
@@ -126,6 +132,12 @@ def error(
         },
         headers=headers,
     )
+
+
+def dropped(delay: float = 0.0) -> Reply:
+    """No answer at all: the stub closes the connection once the request is
+    read (the SDK raises APIConnectionError)."""
+    return Reply(status=0, drop=True, delay=delay)
 
 
 # -- usage from the request -------------------------------------------------
@@ -298,7 +310,7 @@ class ModelStub:
         if path.rstrip("/") != "/v1/messages":
             return error(404, f"model stub: no route {path}"), None
         reply = self._next_reply(body)
-        if reply.status != 200:
+        if reply.status != 200 or reply.drop:
             return reply, None
         usage = reply.usage or self.cache.usage_for(body)
         if reply.usage is None:
@@ -336,6 +348,11 @@ class ModelStub:
                 reply, _ = stub._answer(self.path.split("?")[0], headers, raw)
                 if reply.delay:
                     time.sleep(min(reply.delay, MAX_DELAY_SECONDS))
+                if reply.drop:
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 data = json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)

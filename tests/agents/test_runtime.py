@@ -129,20 +129,23 @@ def test_tool_failures_are_is_error_results(stub, client, worktree):
 
 
 def test_rate_limit_stops_the_run_with_wait_retry(stub, client, worktree):
-    stub.add(message(tool_use("list_files", {})), error(429, retry_after=30))
+    # Longer than a worker waits in place (model_retry_max_wait 30 s): the
+    # run ends and the step is requeued after the server's delay.
+    stub.add(message(tool_use("list_files", {})), error(429, retry_after=60))
     outcome = run(client, worktree)
     assert outcome.kind == Kind.ERROR
     assert outcome.error.action is Action.WAIT_RETRY
-    assert outcome.error.retry_after == 30
+    assert outcome.error.retry_after == 60
     assert outcome.metrics.turns == 1  # what was spent before it stays counted
     result = outcome.phase_result()
     assert result.outcome == "error"
-    assert result.error.retry_after == 30
+    assert result.error.retry_after == 60
 
 
 def test_overload_and_auth_errors_keep_their_action(stub, client, worktree):
+    no_retries = Budget(model_retries=0)  # in-place retries: test_runtime_retries
     stub.add(error(529))
-    assert run(client, worktree).error.action is Action.WAIT_RETRY
+    assert run(client, worktree, no_retries).error.action is Action.WAIT_RETRY
     stub.add(error(401))
     assert run(client, worktree).error.action is Action.ROTATE_TOKEN
 
