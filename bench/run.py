@@ -25,12 +25,6 @@ from bench import common  # noqa: E402
 
 NOT_DONE = [
     (
-        "webhook_ack_p99_ms",
-        "ms",
-        "< 50 ms (and webhook to first model request p50 < 1 s)",
-        "not implemented in this round (needs signed webhook load + a live worker)",
-    ),
-    (
         "pipeline_tasks_per_minute_8_vs_1_workers",
         "ratio",
         ">= 6x one worker (stub answering in 200 ms)",
@@ -151,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         "intake",
         "lists",
         "agent_context",
+        "webhook",
     ]
     if args.only:
         modules = [m for m in modules if m in args.only.split(",")]
