@@ -82,77 +82,133 @@ def git(*args: str, cwd: Path) -> str:
     ).stdout
 
 
-def script() -> list:
-    """The pre-recorded model answers, in the order the phases ask for them."""
+PHASES = ("intake", "planning", "implementation", "verification", "review", "release")
+
+
+@dataclass(frozen=True)
+class ScriptedChange:
+    """What one scripted conversation asks for and does: the spec the product
+    manager writes, the plan, the files the developer writes (path: content),
+    the acceptance criteria QA judges (criterion, evidence) and the release
+    notes. The demo has one; tests/live_pipeline.py makes one per task."""
+
+    spec: str
+    plan: str
+    files: dict[str, str]
+    summary: str
+    commit_message: str
+    criteria: tuple[tuple[str, str], ...]
+    release_notes: str
+    analysis: dict[str, Any] = field(default_factory=dict)
+    qa_summary: str = "The tests pass."
+
+
+DEMO_CHANGE = ScriptedChange(
+    spec=SPEC,
+    plan="# Implementation Plan\n\nAdd mul to calc.py, test it.",
+    files={"calc.py": MUL, "test_mul.py": TEST_MUL},
+    summary="Added mul and its test.",
+    commit_message="Add mul",
+    criteria=(("mul(2, 3) == 6", "test_mul"), ("add keeps working", "test_add")),
+    release_notes="Adds calc.mul(a, b).",
+    analysis={"files": ["calc.py"], "must_not_do": ["change add"]},
+    qa_summary="Both tests pass.",
+)
+
+
+def conversation(change: ScriptedChange) -> dict[str, list]:
+    """The model's answers for each phase, turn by turn, for `change`.
+
+    Built afresh on every call (each tool_use gets a new id), so a responder
+    serving many conversations can call it per request."""
     from tests.model_stub import message, submit, tool_use
 
-    return [
+    return {
         # intake (product manager): look at the code, then write the spec
-        message("Looking at the code first.", tool_use("list_files", {})),
-        submit({"should_proceed": True, "needs_clarification": False, "spec_md": SPEC}),
-        # planning
-        submit(
-            {
-                "plan_md": "# Implementation Plan\n\nAdd mul to calc.py, test it.",
-                "tasks": [{"title": "Add mul with a test"}],
-                "analysis": {"files": ["calc.py"], "must_not_do": ["change add"]},
-            }
-        ),
-        # implementation (developer): two files, then the summary
-        message(
-            tool_use("write_file", {"path": "calc.py", "content": MUL}),
-            tool_use("write_file", {"path": "test_mul.py", "content": TEST_MUL}),
-        ),
-        submit(
-            {
-                "summary": "Added mul and its test.",
-                "commit_message": "Add mul",
-                "tasks_completed": 1,
-            }
-        ),
+        "intake": [
+            message("Looking at the code first.", tool_use("list_files", {})),
+            submit(
+                {
+                    "should_proceed": True,
+                    "needs_clarification": False,
+                    "spec_md": change.spec,
+                }
+            ),
+        ],
+        "planning": [
+            submit(
+                {
+                    "plan_md": change.plan,
+                    "tasks": [{"title": change.commit_message}],
+                    "analysis": change.analysis,
+                }
+            )
+        ],
+        # implementation (developer): every file in one turn, then the summary
+        "implementation": [
+            message(
+                *(
+                    tool_use("write_file", {"path": path, "content": content})
+                    for path, content in change.files.items()
+                )
+            ),
+            submit(
+                {
+                    "summary": change.summary,
+                    "commit_message": change.commit_message,
+                    "tasks_completed": 1,
+                }
+            ),
+        ],
         # verification (QA): the runner runs pytest for real before this
-        submit(
-            {
-                "acceptance_criteria": [
-                    {
-                        "criterion": "mul(2, 3) == 6",
-                        "met": True,
-                        "evidence": "test_mul",
-                    },
-                    {
-                        "criterion": "add keeps working",
-                        "met": True,
-                        "evidence": "test_add",
-                    },
-                ],
-                "recommendation": "approve",
-                "summary": "Both tests pass.",
-            }
-        ),
-        # review
-        submit(
-            {"assessment": "approve", "summary": "Small and clear.", "comments": []}
-        ),
-        # release
-        submit({"release_notes": "Adds calc.mul(a, b).", "merge": True}),
-    ]
+        "verification": [
+            submit(
+                {
+                    "acceptance_criteria": [
+                        {"criterion": criterion, "met": True, "evidence": evidence}
+                        for criterion, evidence in change.criteria
+                    ],
+                    "recommendation": "approve",
+                    "summary": change.qa_summary,
+                }
+            )
+        ],
+        "review": [
+            submit(
+                {"assessment": "approve", "summary": "Small and clear.", "comments": []}
+            )
+        ],
+        "release": [submit({"release_notes": change.release_notes, "merge": True})],
+    }
 
 
-def create_bare_repository(root: Path) -> Path:
-    """<root>/sample.git afresh: main holds calc.py, its test and a README."""
-    bare = root / f"{REPOSITORY_NAME}.git"
+def script() -> list:
+    """The pre-recorded model answers, in the order the phases ask for them."""
+    replies = conversation(DEMO_CHANGE)
+    return [reply for phase in PHASES for reply in replies[phase]]
+
+
+SEED = {"calc.py": CALC, "test_calc.py": TEST_CALC, "README.md": README}
+
+
+def create_bare_repository(
+    root: Path, name: str = REPOSITORY_NAME, seed: dict[str, str] | None = None
+) -> Path:
+    """<root>/<name>.git afresh, main holding one commit of `seed` (path:
+    content; by default calc.py, its test and a README)."""
+    bare = root / f"{name}.git"
     if bare.exists():
         shutil.rmtree(bare)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as seed_dir:
-        seed = Path(seed_dir)
-        (seed / "calc.py").write_text(CALC)
-        (seed / "test_calc.py").write_text(TEST_CALC)
-        (seed / "README.md").write_text(README)
-        git("init", "--quiet", "-b", "main", cwd=seed)
-        git("add", "--all", cwd=seed)
-        git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "seed", cwd=seed)
-        git("clone", "--quiet", "--bare", str(seed), str(bare), cwd=root)
+        work = Path(seed_dir)
+        for path, content in (SEED if seed is None else seed).items():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text(content)
+        git("init", "--quiet", "-b", "main", cwd=work)
+        git("add", "--all", cwd=work)
+        git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "seed", cwd=work)
+        git("clone", "--quiet", "--bare", str(work), str(bare), cwd=root)
     return bare
 
 
