@@ -90,7 +90,8 @@ def _warm_up(workers: int) -> int:
     sent = 0
     for _ in range(3):
         for _ in range(workers):
-            async_task(WARM_UP_JOB, 1.0)
+            # One worker needs no holding back to take every job.
+            async_task(WARM_UP_JOB, 1.0 if workers > 1 else 0.0)
         sent += workers
 
         def done(sent=sent):
@@ -102,6 +103,38 @@ def _warm_up(workers: int) -> int:
             break
     Success.objects.filter(func=WARM_UP_JOB).delete()
     return sent
+
+
+def _pytest_cpu(root: Path) -> dict[str, float]:
+    """CPU seconds of one QA-style pytest run (the worker's test command with
+    the sandbox's python, on a one-test project), with the plugins of the
+    environment autoloaded as QA runs it, and with autoloading turned off."""
+    import resource
+    import subprocess
+    import sys
+
+    project = root / "pytest-probe"
+    project.mkdir(parents=True)
+    (project / "test_probe.py").write_text("def test_probe():\n    assert True\n")
+    out = {}
+    for name, extra in (
+        ("autoload", {}),
+        ("no_autoload", {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+    ):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [sys.executable, "-B", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=project,
+            env={"PATH": os.defpath, "HOME": str(project), "LANG": "C.UTF-8", **extra},
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out[name] = (after.ru_utime - before.ru_utime) + (
+            after.ru_stime - before.ru_stime
+        )
+    return out
 
 
 def _one(workers: int, tasks: int, root: Path) -> dict:
@@ -197,6 +230,7 @@ def run(smoke: bool) -> list[dict]:
     results = []
     tmp = Path(tempfile.mkdtemp(prefix="codex-bench-pipeline-"))
     try:
+        probe = None if smoke else _pytest_cpu(tmp)
         for workers, tasks in plan:
             t = time.perf_counter()
             result = _one(workers, tasks, tmp / f"w{workers}")
@@ -252,6 +286,21 @@ def run(smoke: bool) -> list[dict]:
                 goal="reported",
                 meets=r["completed"] == r["tasks"],
                 notes=_describe(r),
+            )
+        )
+    if probe:
+        figures.append(
+            figure(
+                "pipeline_qa_pytest_cpu_seconds",
+                probe["autoload"],
+                "CPU s",
+                ceiling=probe["no_autoload"],
+                goal="reported (where a task's CPU goes)",
+                meets=True,
+                notes="one pytest run of a one-test project with the sandbox's "
+                "python (the dev venv, as QA runs it: plugins autoloaded); "
+                f"ceiling: the same with PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, "
+                f"{probe['no_autoload']:.2f} CPU s",
             )
         )
     if ceiling:

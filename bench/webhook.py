@@ -111,7 +111,7 @@ def _load_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--url", required=True)
-    parser.add_argument("--mode", choices=("webhook", "healthz"), required=True)
+    parser.add_argument("--modes", required=True, help="healthz,webhook in order")
     parser.add_argument("--users", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--warmup", type=float, default=0)
@@ -133,19 +133,21 @@ def _load_main(argv: list[str]) -> int:
     sentinel = str(ISSUE_SENTINEL).encode()
     numbers = itertools.count(1000)
     key = SECRET.encode()
-    latencies: list[float] = []
-    statuses: Counter = Counter()
-    recording = [False]
 
-    class Sender(FastHttpUser):
+    class Healthz(FastHttpUser):
         host = args.url
         wait_time = constant(0)
 
         @task
         def send(self) -> None:
-            if args.mode == "healthz":
-                self.client.get("/healthz", name="healthz")
-                return
+            self.client.get("/healthz", name="healthz")
+
+    class Webhook(FastHttpUser):
+        host = args.url
+        wait_time = constant(0)
+
+        @task
+        def send(self) -> None:
             body = template.replace(sentinel, str(next(numbers)).encode())
             digest = hmac.new(key, body, hashlib.sha256).hexdigest()
             headers = {
@@ -161,38 +163,44 @@ def _load_main(argv: list[str]) -> int:
                 if response.status_code != 202:
                     response.failure(f"HTTP {response.status_code}")
 
-    env = Environment(user_classes=[Sender])
+    results = {}
+    for mode in args.modes.split(","):
+        latencies: list[float] = []
+        statuses: Counter = Counter()
+        recording = [False]
+        env = Environment(user_classes=[{"healthz": Healthz, "webhook": Webhook}[mode]])
 
-    def on_request(response_time, response=None, exception=None, **_):
-        if not recording[0]:
-            return
-        latencies.append(response_time)
-        status = getattr(response, "status_code", None)
-        statuses[str(status or type(exception).__name__)] += 1
+        def on_request(response_time, response=None, exception=None, **_):
+            if not recording[0]:  # noqa: B023 - this mode's list, used right here
+                return
+            latencies.append(response_time)  # noqa: B023
+            status = getattr(response, "status_code", None)
+            statuses[str(status or type(exception).__name__)] += 1  # noqa: B023
 
-    env.events.request.add_listener(on_request)
-    runner = env.create_local_runner()
-    runner.start(args.users, spawn_rate=10_000)
-    gevent.sleep(args.warmup)
-    recording[0] = True
-    started = time.perf_counter()
-    gevent.sleep(args.seconds)
-    recording[0] = False
-    elapsed = time.perf_counter() - started
-    runner.quit()
-    Path(args.out).write_text(
-        json.dumps(
-            {
-                "latencies_ms": latencies,
-                "statuses": dict(statuses),
-                "seconds": elapsed,
-            }
-        )
-    )
+        env.events.request.add_listener(on_request)
+        runner = env.create_local_runner()
+        runner.start(args.users, spawn_rate=10_000)
+        gevent.sleep(args.warmup)
+        recording[0] = True
+        started = time.perf_counter()
+        gevent.sleep(args.seconds)
+        recording[0] = False
+        elapsed = time.perf_counter() - started
+        runner.quit()
+        results[mode] = {
+            "latencies_ms": latencies,
+            "statuses": dict(statuses),
+            "seconds": elapsed,
+        }
+    Path(args.out).write_text(json.dumps(results))
     return 0
 
 
-def _load(base: str, mode: str, users: int, seconds: float, warmup: float, template):
+def _load(
+    base: str, users: int, seconds: float, warmup: float, template: str
+) -> dict[str, dict]:
+    """GET /healthz, then the webhook, each `seconds` under `users` senders
+    (after `warmup`), in one Locust subprocess. Returns a summary per mode."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
         pass
     command = [
@@ -201,38 +209,39 @@ def _load(base: str, mode: str, users: int, seconds: float, warmup: float, templ
         "bench.webhook",
         "--load",
         f"--url={base}",
-        f"--mode={mode}",
+        "--modes=healthz,webhook",
         f"--users={users}",
         f"--seconds={seconds}",
         f"--warmup={warmup}",
         f"--out={out.name}",
+        f"--template={template}",
     ]
-    if template:
-        command.append(f"--template={template}")
     done = subprocess.run(
         command,
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=seconds + warmup + 60,
+        timeout=2 * (seconds + warmup) + 60,
     )
     try:
         if done.returncode != 0:
             raise RuntimeError(f"load generator failed: {done.stderr[-1500:]}")
-        result = json.loads(Path(out.name).read_text())
+        results = json.loads(Path(out.name).read_text())
     finally:
         os.unlink(out.name)
-    lat = result["latencies_ms"]
-    ok = result["statuses"].get("202" if mode == "webhook" else "200", 0)
-    return {
-        "requests": len(lat),
-        "ok": ok,
-        "statuses": result["statuses"],
-        "rps": len(lat) / result["seconds"] if result["seconds"] else 0,
-        "p50": percentile(lat, 50),
-        "p99": percentile(lat, 99),
-        "max": max(lat) if lat else None,
-    }
+    summary = {}
+    for mode, result in results.items():
+        lat = result["latencies_ms"]
+        summary[mode] = {
+            "requests": len(lat),
+            "ok": result["statuses"].get("202" if mode == "webhook" else "200", 0),
+            "statuses": result["statuses"],
+            "rps": len(lat) / result["seconds"] if result["seconds"] else 0,
+            "p50": percentile(lat, 50),
+            "p99": percentile(lat, 99),
+            "max": max(lat) if lat else None,
+        }
+    return summary
 
 
 # -- part 1: ack latency under load ------------------------------------------
@@ -296,8 +305,8 @@ def _ack(base: str, smoke: bool, tmp: Path) -> dict:
     seconds = 1 if smoke else 15
     warmup = 0.3 if smoke else 2
     before = WebhookDelivery.objects.count()
-    ceiling = _load(base, "healthz", users, seconds, warmup, None)
-    ack = _load(base, "webhook", users, seconds, warmup, str(template))
+    loads = _load(base, users, seconds, warmup, str(template))
+    ceiling, ack = loads["healthz"], loads["webhook"]
     stored = WebhookDelivery.objects.filter(outcome=Outcome.PENDING).count() - before
     dropped = quiet_queue()
     return {
@@ -402,13 +411,14 @@ def _first_request(base: str, smoke: bool, tmp: Path) -> dict:
     repository, _ = Repository.objects.get_or_create(url=f"file://{bare}")
     payload = fixture_payload()
     payload["repository"]["html_url"] = repository.url
-    warmups, samples = (1, 2) if smoke else (2, 20)
+    # Smoke: one worker (one cold import of the agent runtime, not two).
+    workers, warmups, samples = (1, 1, 2) if smoke else (2, 2, 20)
     responder = FirstRequests()
     quiet_queue()
     with ModelStub(responder=responder) as stub:
         env = {
             **server_env(),
-            "CODEX_WORKERS": "2",
+            "CODEX_WORKERS": str(workers),
             "ANTHROPIC_API_KEY": "sk-bench-stub",
             "ANTHROPIC_BASE_URL": stub.url,
             "CODEX_PHASE_RUNNER": "agents.phase_runner.AgentPhaseRunner",
@@ -463,6 +473,7 @@ def _first_request(base: str, smoke: bool, tmp: Path) -> dict:
             cluster.stop()
             connections.close_all()
     return {
+        "workers": workers,
         "warmups": warmups,
         "samples": samples,
         "first_ms": firsts,
@@ -558,7 +569,8 @@ def _first_figure(first: dict) -> dict:
         goal=FIRST_GOAL,
         meets=p50 is not None and p50 < 1000,
         notes=f"{len(samples)} labelled-issue webhooks one at a time (after "
-        f"{first['warmups']} warm-up), live qcluster (ORM broker, 2 workers) "
+        f"{first['warmups']} warm-up), live qcluster (ORM broker, "
+        f"{first['workers']} workers) "
         "with AgentPhaseRunner against the loopback ModelStub, local-forge "
         f"repository; min {_fmt(min(samples, default=None))} ms, "
         f"p90 {_fmt(percentile(samples, 90))} ms, "
