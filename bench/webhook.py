@@ -8,31 +8,32 @@ label `codex`), each with its own X-GitHub-Delivery and a valid
 X-Hub-Signature-256 over its body.
 
 Ack (`webhook_ack_p99_ms`): Locust (its Python API, FastHttpUser) drives a
-closed loop of concurrent senders with no think time. Locust rather than wrk:
-every delivery needs a fresh id and an HMAC-SHA256 of its own body, which
-wrk's Lua has no HMAC for; a Locust task computes both in Python per request.
-It runs in a subprocess (`python -m bench.webhook --load ...`), because Locust
-monkey-patches the process with gevent. The repository of the payload is
-registered, so each delivery takes the real ack path of a delivery that will
-become a task: signature, headers, dedupe lookup, INSERT of the delivery,
-enqueue of process_delivery on commit (an OrmQ INSERT), 202. No worker runs
-during the load (workers live on other machines in production); the queued
-jobs are counted, to prove the path, and dropped. The ceiling is GET /healthz
-(one SELECT 1) under the same load on the same server.
+closed loop of concurrent senders (8; 4 in smoke mode) with no think time, on
+the same machine as the server. Locust rather than wrk: every delivery needs a
+fresh id and an HMAC-SHA256 of its own body, which wrk's Lua has no HMAC for;
+a Locust task computes both in Python per request. It runs in a subprocess
+(`python -m bench.webhook --load ...`), because Locust monkey-patches the
+process with gevent. The repository of the payload is registered, so each
+delivery takes the real ack path of a delivery that will become a task:
+signature, headers, dedupe lookup, INSERT of the delivery, enqueue of
+process_delivery on commit (an OrmQ INSERT), 202. No worker runs during the
+load (workers live on other machines in production); the queued jobs are
+counted, to prove the path, and dropped. The ceiling is GET /healthz (one
+SELECT 1) under the same load on the same server.
 
 First model request (`webhook_to_first_model_request_p50_ms`): a live
-`manage.py qcluster` (ORM broker, 2 workers) runs the real AgentPhaseRunner
-against the loopback ModelStub (tests/model_stub.py) over HTTP
-(ANTHROPIC_BASE_URL). Single labelled-issue webhooks are sent one at a time
-for a repository on the local forge (a bare repository on disk; the payload's
-repository.html_url is its file:// URL, since a github.com repository would
-need GitHub's permission API). Measured: from just before the POST to the
-stub receiving the first /v1/messages request of that task (both clocks are
-this process's perf_counter). The path: ack, process_delivery picked up by a
-worker (broker poll), the task created and its issue claimed, advance_task
-picked up (broker poll), lease, mirror fetch and worktree, prompt, SDK call.
-The stub answers that request with should_proceed false, which escalates the
-task; the next webhook is sent once the task has settled.
+`manage.py qcluster` (ORM broker, 2 workers; 1 in smoke mode) runs the real
+AgentPhaseRunner against the loopback ModelStub (tests/model_stub.py) over
+HTTP (ANTHROPIC_BASE_URL). Single labelled-issue webhooks are sent one at a
+time for a repository on the local forge (a bare repository on disk; the
+payload's repository.html_url is its file:// URL, since a github.com
+repository would need GitHub's permission API). Measured: from just before the
+POST to the stub receiving the first /v1/messages request of that task (both
+clocks are this process's perf_counter). The path: ack, process_delivery
+picked up by a worker (broker poll), the task created and its issue claimed,
+advance_task picked up (broker poll), lease, mirror fetch and worktree,
+prompt, SDK call. The stub answers that request with should_proceed false,
+which escalates the task; the next webhook is sent once the task has settled.
 """
 
 from __future__ import annotations
