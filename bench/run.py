@@ -5,6 +5,11 @@
 
 Each run drops and recreates a throwaway PostgreSQL database (codex_bench;
 CODEX_BENCH_DB / CODEX_BENCH_PG to change it), migrates it, measures, and drops it.
+Figures 3 and 4 (webhook, pipeline) start gunicorn, a Locust load generator and
+live `manage.py qcluster` workers on it, with the model stub on loopback; their
+jobs and schedules are dropped before a cluster starts, so nothing leaves the
+machine. CODEX_BENCH_PIPELINE_PLAN ("1:2,2:4,4:8,8:16", workers:tasks) changes
+the pipeline's plan.
 """
 
 from __future__ import annotations
