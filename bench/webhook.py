@@ -75,6 +75,7 @@ SECRET = "bench-webhook-secret-0123456789"
 LABEL = "codex"
 PATH = "/api/webhooks/github/"
 ISSUE_SENTINEL = 987654321  # replaced per request by the load generator
+PACED_RATE = 25.0  # deliveries/s of the paced run, well below saturation
 _FIXTURES = [
     ROOT.parent / "shared" / "fixtures" / "github-webhooks",
     Path("/work/shared/fixtures/github-webhooks"),
@@ -112,7 +113,8 @@ def _load_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--url", required=True)
-    parser.add_argument("--modes", required=True, help="healthz,webhook in order")
+    parser.add_argument("--modes", required=True, help="e.g. healthz,webhook,paced")
+    parser.add_argument("--paced-rate", type=float, default=PACED_RATE)
     parser.add_argument("--users", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--warmup", type=float, default=0)
@@ -127,7 +129,7 @@ def _load_main(argv: list[str]) -> int:
     from collections import Counter
 
     import gevent
-    from locust import FastHttpUser, constant, task
+    from locust import FastHttpUser, constant, constant_throughput, task
     from locust.env import Environment
 
     template = Path(args.template).read_bytes() if args.template else b""
@@ -164,12 +166,17 @@ def _load_main(argv: list[str]) -> int:
                 if response.status_code != 202:
                     response.failure(f"HTTP {response.status_code}")
 
+    class Paced(Webhook):
+        # The same deliveries at a fixed total rate, below saturation.
+        wait_time = constant_throughput(args.paced_rate / args.users)
+
+    classes = {"healthz": Healthz, "webhook": Webhook, "paced": Paced}
     results = {}
     for mode in args.modes.split(","):
         latencies: list[float] = []
         statuses: Counter = Counter()
         recording = [False]
-        env = Environment(user_classes=[{"healthz": Healthz, "webhook": Webhook}[mode]])
+        env = Environment(user_classes=[classes[mode]])
 
         def on_request(response_time, response=None, exception=None, **_):
             if not recording[0]:  # noqa: B023 - this mode's list, used right here
@@ -200,8 +207,9 @@ def _load_main(argv: list[str]) -> int:
 def _load(
     base: str, users: int, seconds: float, warmup: float, template: str
 ) -> dict[str, dict]:
-    """GET /healthz, then the webhook, each `seconds` under `users` senders
-    (after `warmup`), in one Locust subprocess. Returns a summary per mode."""
+    """GET /healthz, the webhook, then the webhook paced at PACED_RATE, each
+    `seconds` under `users` senders (after `warmup`), in one Locust
+    subprocess. Returns a summary per mode."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
         pass
     command = [
@@ -210,7 +218,7 @@ def _load(
         "bench.webhook",
         "--load",
         f"--url={base}",
-        "--modes=healthz,webhook",
+        "--modes=healthz,webhook,paced",
         f"--users={users}",
         f"--seconds={seconds}",
         f"--warmup={warmup}",
@@ -222,7 +230,7 @@ def _load(
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=2 * (seconds + warmup) + 60,
+        timeout=3 * (seconds + warmup) + 60,
     )
     try:
         if done.returncode != 0:
@@ -235,7 +243,7 @@ def _load(
         lat = result["latencies_ms"]
         summary[mode] = {
             "requests": len(lat),
-            "ok": result["statuses"].get("202" if mode == "webhook" else "200", 0),
+            "ok": result["statuses"].get("200" if mode == "healthz" else "202", 0),
             "statuses": result["statuses"],
             "rps": len(lat) / result["seconds"] if result["seconds"] else 0,
             "p50": percentile(lat, 50),
@@ -307,7 +315,7 @@ def _ack(base: str, smoke: bool, tmp: Path) -> dict:
     warmup = 0.3 if smoke else 2
     before = WebhookDelivery.objects.count()
     loads = _load(base, users, seconds, warmup, str(template))
-    ceiling, ack = loads["healthz"], loads["webhook"]
+    ceiling, ack, paced = loads["healthz"], loads["webhook"], loads["paced"]
     stored = WebhookDelivery.objects.filter(outcome=Outcome.PENDING).count() - before
     dropped = quiet_queue()
     return {
@@ -315,6 +323,7 @@ def _ack(base: str, smoke: bool, tmp: Path) -> dict:
         "seconds": seconds,
         "ack": ack,
         "ceiling": ceiling,
+        "paced": paced,
         "stored_pending": stored,
         "jobs_queued": dropped["jobs"],
         "profile": profile,
@@ -517,7 +526,7 @@ def _ack_figures(ack: dict | None) -> list[dict]:
                 NAME, "ms", GOAL, "locust is not installed (requirements/dev.txt)"
             )
         ]
-    a, c = ack["ack"], ack["ceiling"]
+    a, c, paced = ack["ack"], ack["ceiling"], ack["paced"]
     errors = a["requests"] - a["ok"]
     setup = (
         f"Locust FastHttpUser, {ack['users']} concurrent senders, closed loop, "
@@ -534,10 +543,21 @@ def _ack_figures(ack: dict | None) -> list[dict]:
             notes=f"{setup}; {a['requests']} signed issues.labeled deliveries, "
             f"{a['rps']:.0f}/s, statuses {a['statuses']}, p50 {_fmt(a['p50'])} ms, "
             f"max {_fmt(a['max'])} ms; {ack['stored_pending']} stored pending and "
-            f"{ack['jobs_queued']} process_delivery jobs queued (warm-up included; "
-            f"then dropped); {ack['profile']}; "
+            f"{ack['jobs_queued']} process_delivery jobs queued (warm-ups and "
+            f"the paced run included; then dropped); {ack['profile']}; "
             f"ceiling GET /healthz under the same load: {c['rps']:.0f}/s, "
             f"p50 {_fmt(c['p50'])} ms, p99 {_fmt(c['p99'])} ms",
+        ),
+        figure(
+            f"webhook_ack_p99_ms_at_{PACED_RATE:g}_per_second",
+            paced["p99"],
+            "ms",
+            goal="reported (the same deliveries paced below saturation)",
+            meets=paced["requests"] == paced["ok"],
+            notes=f"Locust constant_throughput, {ack['users']} senders sharing "
+            f"{PACED_RATE:g} deliveries/s, {ack['seconds']} s: {paced['requests']} "
+            f"deliveries at {paced['rps']:.1f}/s, statuses {paced['statuses']}, "
+            f"p50 {_fmt(paced['p50'])} ms, max {_fmt(paced['max'])} ms",
         ),
         figure(
             "webhook_ack_p50_ms",
