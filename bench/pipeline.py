@@ -1,0 +1,356 @@
+"""Figure 4: pipeline throughput, tasks per minute through all six phases, for
+1, 2, 4 and 8 workers, with the loopback model stub answering in 200 ms.
+
+Built on tests/live_pipeline.py: a bare repository on the local forge, one
+ModelStub on loopback whose scripted agent answers every conversation of every
+task (each task writes its own feature module and test, so every pull request
+merges), and live `manage.py qcluster` subprocesses (ORM broker) running the
+real AgentPhaseRunner: the anthropic SDK over HTTP, git worktrees, commits,
+pushes, the QA phase's real pytest run, the merge into main.
+
+For each worker count W: a fresh bare repository, one cluster with W workers,
+then T tasks created at once (T = 2 W in the full run, so every worker has
+work while the last tasks finish); the figure is T completed tasks divided by
+the makespan (first task created to last agent run ended). The cluster uses
+production-like timeouts (job timeout 300 s, lease 60 s, heartbeat 20 s), not
+the test harness's short ones. Where the time goes is measured too: the mean
+agent-run time per phase (so the slowdown of a step as workers are added
+shows), the CPU seconds the cluster's process group used per task (workers
+plus their git and pytest children), and the machine's busy share during the
+run. `pipeline_cpu_bound_tasks_per_minute` is the ceiling that CPU use sets:
+all cores divided by the cluster's CPU seconds per task, as measured at one
+worker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench.common import figure, qcluster, quiet_queue, wait_until
+
+NAME = "pipeline_tasks_per_minute_8_vs_1_workers"
+GOAL = ">= 6x one worker (stub answering in 200 ms)"
+DELAY = 0.2
+PHASES = ("intake", "planning", "implementation", "verification", "review", "release")
+SETTLED = ("completed", "failed", "cancelled", "escalated")
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds of every live process in the process group, each with its
+    reaped children (git, pytest): utime + stime + cutime + cstime."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) != pgid:  # field 5 (pgrp), counted after the name
+            continue
+        total += sum(int(x) for x in fields[11:15])
+    return total / ticks
+
+
+def warm_up(seconds: float = 1.0) -> int:
+    """A worker job: import what a first step imports (the agent runtime, the
+    anthropic SDK: seconds of CPU), then hold the worker a moment so that each
+    of the cluster's workers takes one. Returns the worker's pid."""
+    import agents.phase_runner  # noqa: F401
+    import integrations.anthropic.client  # noqa: F401
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+WARM_UP_JOB = "bench.pipeline.warm_up"
+
+
+def _warm_up(workers: int) -> int:
+    """Until every worker has run warm_up (long-lived production workers are
+    warm; a cold first step would bill the imports to the figure). Returns how
+    many warm-up jobs it took."""
+    from django_q.models import Success
+    from django_q.tasks import async_task
+
+    sent = 0
+    for _ in range(3):
+        for _ in range(workers):
+            # One worker needs no holding back to take every job.
+            async_task(WARM_UP_JOB, 1.0 if workers > 1 else 0.0)
+        sent += workers
+
+        def done(sent=sent):
+            rows = Success.objects.filter(func=WARM_UP_JOB)
+            return rows.count() >= sent and rows
+
+        rows = wait_until(done, 120, f"{sent} warm-up jobs", interval=0.1)
+        if len({row.result for row in rows}) >= workers:
+            break
+    Success.objects.filter(func=WARM_UP_JOB).delete()
+    return sent
+
+
+def _pytest_cpu(root: Path) -> dict[str, float]:
+    """CPU seconds of one QA-style pytest run (the worker's test command with
+    the sandbox's python, on a one-test project), with the plugins of the
+    environment autoloaded as QA runs it, and with autoloading turned off."""
+    import resource
+    import subprocess
+    import sys
+
+    project = root / "pytest-probe"
+    project.mkdir(parents=True)
+    (project / "test_probe.py").write_text("def test_probe():\n    assert True\n")
+    out = {}
+    for name, extra in (
+        ("autoload", {}),
+        ("no_autoload", {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+    ):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [sys.executable, "-B", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=project,
+            env={"PATH": os.defpath, "HOME": str(project), "LANG": "C.UTF-8", **extra},
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out[name] = (after.ru_utime - before.ru_utime) + (
+            after.ru_stime - before.ru_stime
+        )
+    return out
+
+
+def _db_counters() -> dict[str, int]:
+    """This database's transactions and row writes so far (pg_stat_database;
+    backends report them within about a second)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted "
+            "FROM pg_stat_database WHERE datname = current_database()"
+        )
+        commits, writes = cursor.fetchone()
+    return {"commits": commits, "writes": writes}
+
+
+def _one(workers: int, tasks: int, root: Path) -> dict:
+    from django.db import connections
+
+    from codex.fleet.models import AgentRun
+    from codex.tasks.models import Task
+    from tests.live_pipeline import live_pipeline
+
+    with live_pipeline(root, delay=DELAY) as pipeline:
+        quiet_queue()
+        env = pipeline.worker_env(
+            workers=workers,
+            CODEX_JOB_TIMEOUT="300",
+            CODEX_JOB_RETRY="360",
+            CODEX_LEASE_SECONDS="60",
+            CODEX_HEARTBEAT_SECONDS="20",
+            CODEX_WORKER_RECYCLE="1000",
+        )
+        connections.close_all()
+        cluster = qcluster(env, root / "qcluster.log")
+        try:
+            warm_ups = _warm_up(workers)
+            cpu0 = _group_cpu_seconds(cluster.process.pid)
+            busy0, total0 = _cpu_jiffies()
+            db0 = _db_counters()
+            start = time.time()
+            ids = pipeline.create_tasks(tasks, title=f"Bench {workers}w feature")
+
+            def settled():
+                counts = pipeline.statuses(ids)
+                return counts if sum(counts[s] for s in SETTLED) == len(ids) else None
+
+            counts = wait_until(
+                settled,
+                120 + 60 * tasks,
+                f"{tasks} tasks to settle on {workers} workers",
+                interval=0.5,  # the makespan comes from the runs' end times
+            )
+            busy1, total1 = _cpu_jiffies()
+            time.sleep(1.1)  # backends flush their statistics at most every 1 s
+            db1 = _db_counters()
+            cpu = _group_cpu_seconds(cluster.process.pid) - cpu0
+        finally:
+            cluster.stop()
+            connections.close_all()
+        runs = list(
+            AgentRun.objects.filter(task__task_id__in=ids).values_list(
+                "session_id", "started_at", "ended_at"
+            )
+        )
+        requests = len(pipeline.stub.requests)
+        completed = Task.objects.filter(task_id__in=ids, status="completed").count()
+    ended = max(e for _, _, e in runs if e is not None).timestamp()
+    makespan = ended - start
+    by_phase: dict[str, list[float]] = defaultdict(list)
+    for session, started, end in runs:
+        if end is not None:
+            by_phase[session.split(":")[1]].append((end - started).total_seconds())
+    return {
+        "workers": workers,
+        "tasks": tasks,
+        "completed": completed,
+        "statuses": dict(counts),
+        "makespan": makespan,
+        "per_minute": completed / makespan * 60,
+        "steps": len(runs),
+        "phase_seconds": {
+            p: sum(by_phase[p]) / len(by_phase[p]) for p in PHASES if by_phase[p]
+        },
+        "step_seconds_total": sum(sum(v) for v in by_phase.values()),
+        "cpu_seconds_per_task": cpu / tasks,
+        "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
+        "model_requests": requests,
+        "warm_ups": warm_ups,
+        "db_commits_per_task": (db1["commits"] - db0["commits"]) / tasks,
+        "db_writes_per_task": (db1["writes"] - db0["writes"]) / tasks,
+    }
+
+
+def _describe(r: dict) -> str:
+    phases = ", ".join(f"{p[:5]} {s:.1f}" for p, s in r["phase_seconds"].items())
+    return (
+        f"{r['workers']}w: {r['completed']}/{r['tasks']} completed in "
+        f"{r['makespan']:.1f} s ({r['statuses']}), {r['model_requests']} model "
+        f"requests; mean step s: {phases}; cluster CPU "
+        f"{r['cpu_seconds_per_task']:.1f} s/task; PostgreSQL "
+        f"{r['db_commits_per_task']:.0f} commits and "
+        f"{r['db_writes_per_task']:.0f} row writes per task (commits include "
+        "the broker's and this bench's polling); machine busy "
+        f"{r['machine_busy'] * 100:.0f}%; {r['warm_ups']} warm-up jobs first"
+    )
+
+
+def run(smoke: bool) -> list[dict]:
+    plan = [(1, 1)] if smoke else [(1, 2), (2, 4), (4, 8), (8, 16)]
+    override = os.environ.get("CODEX_BENCH_PIPELINE_PLAN")  # e.g. "1:2,8:16"
+    if override:
+        plan = [tuple(int(x) for x in pair.split(":")) for pair in override.split(",")]
+    cores = os.cpu_count() or 1
+    results, failures = [], []
+    tmp = Path(tempfile.mkdtemp(prefix="codex-bench-pipeline-"))
+    try:
+        probe = None if smoke else _pytest_cpu(tmp)
+        for workers, tasks in plan:
+            t = time.perf_counter()
+            try:
+                result = _one(workers, tasks, tmp / f"w{workers}")
+            except Exception as exc:  # noqa: BLE001 - reported, the others go on
+                failures.append(f"{workers}w: error: {exc!r}"[:600])
+                print(f"[bench]   {failures[-1]}", flush=True)
+                continue
+            print(f"[bench]   {_describe(result)} ({time.perf_counter() - t:.0f} s)")
+            results.append(result)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    by_workers = {r["workers"]: r for r in results}
+    figures = []
+    setup = (
+        f"live qcluster (ORM broker), AgentPhaseRunner, ModelStub answering in "
+        f"{DELAY * 1000:.0f} ms, local forge, {cores} CPUs"
+    )
+    one, eight = by_workers.get(1), by_workers.get(8)
+    ceiling = (
+        cores * 60 / one["cpu_seconds_per_task"]
+        if one and one["cpu_seconds_per_task"]
+        else None
+    )
+    notes = "; ".join([*(_describe(r) for r in results), *failures])
+    if one and eight:
+        ratio = eight["per_minute"] / one["per_minute"] if one["per_minute"] else 0
+        bound = (
+            f"the CPU-bound ceiling ({ceiling:.1f} tasks/min on {cores} CPUs) "
+            f"allows at most {ceiling / one['per_minute']:.1f}x one worker"
+            if ceiling and one["per_minute"]
+            else "no CPU-bound ceiling"
+        )
+        figures.append(
+            figure(
+                NAME,
+                ratio,
+                "ratio",
+                ratio=ratio,
+                goal=GOAL,
+                meets=ratio >= 6,
+                notes=f"tasks/min at 8 workers over 1 worker; {bound}; {setup}; "
+                f"{notes}",
+            )
+        )
+    else:
+        figures.append(
+            figure(
+                NAME,
+                None,
+                "ratio",
+                goal=GOAL,
+                meets=False,
+                notes=(
+                    "not measured: smoke mode runs 1 worker, 1 task only; "
+                    if smoke
+                    else "not measured: no result at 1 and 8 workers; "
+                )
+                + f"{setup}; {notes}",
+            )
+        )
+    for r in results:
+        figures.append(
+            figure(
+                f"pipeline_tasks_per_minute_{r['workers']}_workers",
+                r["per_minute"],
+                "tasks/min",
+                ceiling=ceiling,
+                goal="reported",
+                meets=r["completed"] == r["tasks"],
+                notes=_describe(r),
+            )
+        )
+    if probe:
+        figures.append(
+            figure(
+                "pipeline_qa_pytest_cpu_seconds",
+                probe["autoload"],
+                "CPU s",
+                ceiling=probe["no_autoload"],
+                goal="reported (where a task's CPU goes)",
+                meets=True,
+                notes="one pytest run of a one-test project with the sandbox's "
+                "python (the dev venv, as QA runs it: plugins autoloaded); "
+                f"ceiling: the same with PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, "
+                f"{probe['no_autoload']:.2f} CPU s",
+            )
+        )
+    if ceiling:
+        figures.append(
+            figure(
+                "pipeline_cpu_bound_tasks_per_minute",
+                ceiling,
+                "tasks/min",
+                goal="reported (ceiling: CPUs x 60 / cluster CPU s per task at 1w)",
+                meets=True,
+                notes=f"{cores} CPUs, {one['cpu_seconds_per_task']:.1f} CPU s per "
+                "task (workers, git, pytest; PostgreSQL and the stub not counted)",
+            )
+        )
+    return figures
