@@ -181,7 +181,9 @@ class AgentPhaseRunner:
             if awaited is not None:
                 return awaited
         sandbox = Sandbox(
-            worktree, path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None
+            worktree,
+            path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None,
+            extra_env=getattr(settings, "CODEX_SANDBOX_ENV", None) or {},
         )
         context = RoleContext(task=task, branch=branch, client=client)
         extra = ""

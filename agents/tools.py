@@ -171,6 +171,7 @@ class Sandbox:
         output_cap: int = DEFAULT_OUTPUT_CAP,
         max_write_bytes: int = DEFAULT_MAX_WRITE_BYTES,
         path: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
@@ -182,6 +183,12 @@ class Sandbox:
         # PATH for commands: the caller's choice (e.g. the repository's venv
         # first), else the system default; never the worker's own PATH.
         self.path = path or os.defpath
+        # What an operator chose to add (CODEX_SANDBOX_ENV), nothing inherited.
+        self.extra_env = {
+            key: value
+            for key, value in (extra_env or {}).items()
+            if key not in ("PATH", "HOME")
+        }
         self.files_changed: set[str] = set()
 
     # -- paths --------------------------------------------------------------
@@ -350,7 +357,12 @@ class Sandbox:
 
     def command_env(self, home: str) -> dict[str, str]:
         """The whole environment of a command: nothing inherited."""
-        return {"PATH": self.path, "HOME": home, "LANG": "C.UTF-8"}
+        return {
+            "LANG": "C.UTF-8",
+            **self.extra_env,
+            "PATH": self.path,
+            "HOME": home,
+        }
 
     def run_command(
         self, command: str | list[str], cwd: str = ".", timeout: float | None = None

@@ -413,6 +413,12 @@ CODEX_AGENT_CONTEXT_CHARS = env_int(
 # in CODEX_TEST_COMMANDS), how pull requests merge, and whether a person must
 # approve the release first.
 CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
+# Variables an operator adds to the agents' command environment (KEY=VALUE,
+# comma-separated), e.g. PYTEST_DISABLE_PLUGIN_AUTOLOAD=1; nothing else is
+# inherited from the worker (no secrets reach the sandbox).
+CODEX_SANDBOX_ENV = dict(
+    item.split("=", 1) for item in env_list("CODEX_SANDBOX_ENV", []) if "=" in item
+)
 CODEX_TEST_COMMAND = env_str(
     "CODEX_TEST_COMMAND",
     "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}",

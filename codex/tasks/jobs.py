@@ -165,15 +165,17 @@ class Heartbeat:
     def _loop(self) -> None:
         try:
             while not self.stopped.wait(settings.CODEX_HEARTBEAT_SECONDS):
+                # A long-lived thread: drop a connection the database closed
+                # (a restart) instead of failing on it at every beat. Only
+                # here, in the thread's own connection: a caller's connection
+                # inside a transaction would be closed under it.
+                close_old_connections()
                 self.beat()
         finally:
             connections.close_all()
 
     def beat(self) -> None:
         """One heartbeat: extend the lease, stamp the run."""
-        # A long-lived thread: drop a connection the database closed (a
-        # restart) instead of failing on it at every beat.
-        close_old_connections()
         try:
             if not self.task.keep_lease_alive(self.holder):
                 self.lost = True

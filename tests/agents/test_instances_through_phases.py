@@ -215,7 +215,8 @@ def test_a_blocked_step_keeps_its_instance_for_the_retry(
     stub,
     repository,
 ):
-    stub.add(error(529, retry_after=3))
+    # Longer than an in-conversation retry may wait: the step blocks instead.
+    stub.add(error(529, retry_after=3600))
     task = make_task(repository, issue_number=9)
 
     advance_task(task.task_id)

@@ -202,3 +202,18 @@ def test_command_cwd_is_confined(sandbox):
     assert outcome.is_error
     with pytest.raises(ToolError):
         sandbox.resolve("../x")
+
+
+def test_an_operators_extra_environment_reaches_commands_but_not_path(tmp_path):
+    from agents.tools import Sandbox
+
+    sandbox = Sandbox(
+        tmp_path,
+        allowed_commands={"env"},
+        extra_env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/evil"},
+    )
+    env = sandbox.command_env(str(tmp_path))
+    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    assert env["PATH"] != "/evil"
+    result = sandbox.run_command("env")
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in result.output

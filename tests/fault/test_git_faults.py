@@ -85,7 +85,9 @@ def test_a_push_racing_someone_elses_is_rebased_onto_it_and_the_task_completes(
     # ours sits on top of it, rebased; the task records the pushed commit.
     assert is_ancestor(bare_repo, theirs[0], branch)
     tip = git("rev-parse", branch, cwd=bare_repo).strip()
-    assert task.commits == [tip]
+    # The branch's commits as pushed: theirs, then ours rebased on top.
+    assert task.commits[-1] == tip
+    assert theirs[0] in task.commits
     assert [line.split(" ", 1)[1] for line in branch_log(bare_repo, branch)[:2]] == [
         "Add mul",
         "NOTES.md",
