@@ -219,28 +219,17 @@ class TaskBudget:
     @classmethod
     def of(cls, task: Any) -> TaskBudget:
         """The caps from the settings and what `task`'s runs have spent."""
-        from django.db.models import Count, F, Sum
-
         from codex.fleet.models import AgentRun
 
         cost = Decimal(str(getattr(settings, "CODEX_TASK_MAX_COST_USD", 0) or 0))
         tokens = int(getattr(settings, "CODEX_TASK_MAX_TOKENS", 0) or 0)
-        sums = AgentRun.objects.filter(task=task).aggregate(
-            cost=Sum("cost_usd"),
-            tokens=Sum(
-                F("input_tokens")
-                + F("output_tokens")
-                + F("cache_write_tokens")
-                + F("cache_read_tokens")
-            ),
-            runs=Count("id"),
-        )
+        spent = AgentRun.objects.filter(task=task).spend()
         return cls(
             max_cost_usd=cost if cost > 0 else None,
             max_tokens=tokens if tokens > 0 else None,
-            spent_cost_usd=Decimal(sums["cost"] or 0),
-            spent_tokens=int(sums["tokens"] or 0),
-            runs=int(sums["runs"] or 0),
+            spent_cost_usd=spent.cost_usd,
+            spent_tokens=spent.tokens,
+            runs=spent.runs,
         )
 
     def exhausted(self) -> str:

@@ -20,7 +20,7 @@ import markdown
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, QuerySet, Sum
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -320,21 +320,8 @@ def phase_rows(task: Task, now: datetime | None = None) -> list[dict[str, Any]]:
 
 def task_cost(task: Task) -> dict[str, Any]:
     """The task's spend so far: all its agent runs, in one aggregate."""
-    totals = AgentRun.objects.filter(task=task).aggregate(
-        cost=Sum("cost_usd"),
-        tokens=Sum(
-            F("input_tokens")
-            + F("output_tokens")
-            + F("cache_write_tokens")
-            + F("cache_read_tokens")
-        ),
-        runs=Count("id"),
-    )
-    return {
-        "cost": totals["cost"] or 0,
-        "tokens": totals["tokens"] or 0,
-        "runs": totals["runs"],
-    }
+    spent = AgentRun.objects.filter(task=task).spend()
+    return {"cost": spent.cost_usd, "tokens": spent.tokens, "runs": spent.runs}
 
 
 def documents_key(task: Task) -> str:

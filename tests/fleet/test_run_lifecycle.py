@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -9,6 +11,7 @@ from django_fsm import TransitionNotAllowed
 
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun, RunStatus
+from codex.fleet.models.run import Spend
 from tests.factories import make_task
 from tests.fleet.factories import make_instance
 
@@ -74,3 +77,36 @@ def test_a_heartbeat_does_not_bump_the_version():
     run.beat()
     stored = AgentRun.objects.get(pk=run.pk)
     assert stored.heartbeat_at == run.heartbeat_at and stored.version == version
+
+
+def test_spend_totals_cost_and_every_kind_of_token_in_one_query(
+    django_assert_num_queries,
+):
+    task = make_task()
+    first = AgentRun.objects.begin(by="worker:1", session_id="a", task=task)
+    AgentRun.objects.filter(pk=first.pk).update(
+        cost_usd=Decimal("1.250000"),
+        input_tokens=100,
+        output_tokens=20,
+        cache_write_tokens=3,
+        cache_read_tokens=4000,
+    )
+    second = AgentRun.objects.begin(by="worker:1", session_id="b", task=task)
+    AgentRun.objects.filter(pk=second.pk).update(
+        cost_usd=Decimal("0.500000"), output_tokens=7
+    )
+    AgentRun.objects.begin(by="worker:1", session_id="c", cost_usd=Decimal("9"))
+
+    with django_assert_num_queries(1):
+        spent = AgentRun.objects.filter(task=task).spend()
+
+    assert spent == Spend(cost_usd=Decimal("1.75"), tokens=4130, runs=2)
+    assert spent.tokens == sum(
+        run.total_tokens for run in AgentRun.objects.filter(task=task)
+    )
+
+
+def test_spend_of_no_runs_is_zero():
+    spent = AgentRun.objects.none().spend()
+    assert spent == Spend(cost_usd=Decimal(0), tokens=0, runs=0)
+    assert isinstance(spent.cost_usd, Decimal) and isinstance(spent.tokens, int)

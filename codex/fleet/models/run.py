@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import models, transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
@@ -33,11 +33,40 @@ def new_session_id(slot: int = 1) -> str:
     return f"{timezone.now():{SESSION_ID_FORMAT}}_{slot}"
 
 
+class Spend(NamedTuple):
+    """What a set of agent runs has spent: dollars, tokens of every kind, runs."""
+
+    cost_usd: Decimal
+    tokens: int
+    runs: int
+
+
 class AgentRunQuerySet(VersionedQuerySet):
     protected_update_fields = frozenset({"status", "session_id"})
 
     def running(self) -> AgentRunQuerySet:
         return self.filter(status=RunStatus.RUNNING)
+
+    def spend(self) -> Spend:
+        """The cost and token totals of these runs, in one aggregate query.
+
+        Tokens count cache writes and reads too, as `AgentRun.total_tokens`.
+        """
+        sums = self.aggregate(
+            cost=Sum("cost_usd"),
+            tokens=Sum(
+                F("input_tokens")
+                + F("output_tokens")
+                + F("cache_write_tokens")
+                + F("cache_read_tokens")
+            ),
+            runs=Count("id"),
+        )
+        return Spend(
+            cost_usd=Decimal(sums["cost"] or 0),
+            tokens=int(sums["tokens"] or 0),
+            runs=int(sums["runs"] or 0),
+        )
 
     def with_health(self) -> AgentRunQuerySet:
         """Annotate `health`: spec 000's health status computed in SQL.
