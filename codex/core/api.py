@@ -7,7 +7,6 @@ goes through `exception_handler` so that clients parse one shape.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
@@ -22,10 +21,14 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
-from codex.core.database import DATABASE_UNAVAILABLE
-
-logger = logging.getLogger(__name__)
+from codex.core.database import (
+    DATABASE_UNAVAILABLE,
+    log_unavailable,
+    retry_after_header,
+    unavailable_body,
+)
 
 
 class Conflict(exceptions.APIException):
@@ -38,20 +41,6 @@ class Conflict(exceptions.APIException):
     def __init__(self, detail: str, code: str = "conflict", **extra: Any) -> None:
         super().__init__(detail, code)
         self.extra = extra
-
-
-class DatabaseUnavailable(exceptions.APIException):
-    """503: the database cannot be reached (a restart, a failover); retry."""
-
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "database_unavailable"
-    default_detail = "The database is unavailable; try again shortly."
-
-    def __init__(self) -> None:
-        from codex.core.database import RETRY_AFTER_SECONDS
-
-        super().__init__()
-        self.wait = RETRY_AFTER_SECONDS  # DRF sends it as Retry-After
 
 
 class Unprocessable(exceptions.APIException):
@@ -76,15 +65,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, DATABASE_UNAVAILABLE):
-        request = context.get("request")
-        logger.warning(
-            "database unavailable during %s %s: %s: %s",
-            getattr(request, "method", "?"),
-            getattr(request, "path", "?"),
-            type(exc).__name__,
-            str(exc).strip()[:300],
-        )
-        exc = DatabaseUnavailable()
+        # The same 503 as the pages' middleware; DRF's handler is skipped, so
+        # mark the request's atomic blocks for rollback as it would.
+        log_unavailable(context.get("request"), exc)
+        set_rollback()
+        return Response(unavailable_body(), status=503, headers=retry_after_header())
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response
@@ -103,8 +88,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = codes if isinstance(codes, str) else exc.default_code
         message = str(exc.detail)
     body: dict[str, Any] = {"code": code, "message": message, "fields": fields}
-    throttled_or_down = isinstance(exc, exceptions.Throttled | DatabaseUnavailable)
-    if throttled_or_down and exc.wait is not None:
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         # The header says it too; the body lets clients that log bodies see it.
         body["retry_after"] = response.get("Retry-After")
     body.update(getattr(exc, "extra", {}))

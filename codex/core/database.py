@@ -44,19 +44,38 @@ def unavailable_body() -> dict:
     }
 
 
+def log_unavailable(request: HttpRequest | None, exception: BaseException) -> None:
+    """One warning line for a request that lost the database: the request and
+    the error, shortened (a driver's message can run to pages)."""
+    logger.warning(
+        "database unavailable during %s %s: %s: %s",
+        getattr(request, "method", "?"),
+        getattr(request, "path", "?"),
+        type(exception).__name__,
+        str(exception).strip()[:300],
+    )
+
+
+def retry_after_header() -> dict[str, str]:
+    """The header of every 503 for a lost database."""
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)}
+
+
 def unavailable_response(request: HttpRequest) -> HttpResponse:
     """503 with Retry-After: JSON for the API (and JSON clients), text otherwise."""
     wants_json = request.path.startswith("/api/") or "application/json" in (
         request.headers.get("Accept", "")
     )
     if wants_json:
-        response: HttpResponse = JsonResponse(unavailable_body(), status=503)
-    else:
-        response = HttpResponse(
-            f"{MESSAGE}\n", status=503, content_type="text/plain; charset=utf-8"
+        return JsonResponse(
+            unavailable_body(), status=503, headers=retry_after_header()
         )
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return response
+    return HttpResponse(
+        f"{MESSAGE}\n",
+        status=503,
+        content_type="text/plain; charset=utf-8",
+        headers=retry_after_header(),
+    )
 
 
 class DatabaseUnavailableMiddleware:
@@ -77,13 +96,7 @@ class DatabaseUnavailableMiddleware:
     ) -> HttpResponse | None:
         if not isinstance(exception, DATABASE_UNAVAILABLE):
             return None
-        logger.warning(
-            "database unavailable during %s %s: %s: %s",
-            request.method,
-            request.path,
-            type(exception).__name__,
-            str(exception).strip()[:300],
-        )
+        log_unavailable(request, exception)
         return unavailable_response(request)
 
 

@@ -41,7 +41,7 @@ from django.conf import settings
 from django.db import OperationalError
 from rest_framework.test import APIClient
 
-from codex.core.database import DatabaseUnavailableMiddleware
+from codex.core.database import DatabaseUnavailableMiddleware, unavailable_body
 from tests.factories import make_token, make_user
 from tests.fault.services import ROOT, Gunicorn, PrivatePostgres, wait_until
 from tests.workers_live.cluster import Clusters, Files, worker_env
@@ -71,6 +71,8 @@ def assert_unavailable_shape(response) -> None:
     assert body["error"]["code"] == "database_unavailable"
     assert body["error"]["message"]
     assert body["error"]["fields"] == {}
+    # The API's handler and the pages' middleware answer the very same body.
+    assert body == unavailable_body()
 
 
 # -- the handlers, on any database ---------------------------------------------------
@@ -78,7 +80,7 @@ def assert_unavailable_shape(response) -> None:
 
 @pytest.mark.django_db
 def test_the_api_answers_503_in_its_error_shape_when_the_database_is_lost(
-    monkeypatch,
+    monkeypatch, caplog
 ):
     user = make_user("restart-api", is_staff=True, is_superuser=True)
     _, key = make_token(user)
@@ -89,8 +91,15 @@ def test_the_api_answers_503_in_its_error_shape_when_the_database_is_lost(
         raise OperationalError("server closed the connection unexpectedly")
 
     monkeypatch.setattr("codex.tasks.api.views.Task.objects.create_from_request", lost)
-    response = client.post("/api/tasks/", {**TASK_BODY, "title": "Lost"}, format="json")
+    with caplog.at_level("WARNING", logger="codex.core.database"):
+        response = client.post(
+            "/api/tasks/", {**TASK_BODY, "title": "Lost"}, format="json"
+        )
     assert_unavailable_shape(response)
+    assert (
+        "database unavailable during POST /api/tasks/: OperationalError: "
+        "server closed the connection unexpectedly"
+    ) in caplog.messages
 
 
 def test_a_page_answers_503_not_500_when_the_database_is_lost(rf):
