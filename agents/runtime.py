@@ -118,9 +118,7 @@ class Budget:
         return cls(
             max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
             max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),
-            max_cost_usd=Decimal(
-                str(get("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd))
-            ),
+            max_cost_usd=setting_amount("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd),
             max_seconds=max_seconds,
             max_response_tokens=int(
                 get("CODEX_AGENT_MAX_RESPONSE_TOKENS", base.max_response_tokens)
@@ -198,6 +196,12 @@ class Budget:
         return ""
 
 
+def setting_amount(name: str, default: Decimal) -> Decimal:
+    """A dollar amount from the settings: a Decimal (codex.env.env_amount checked
+    it at start-up), or the string or number a test put there."""
+    return Decimal(str(getattr(settings, name, default) or 0))
+
+
 def usd(amount: Decimal | None) -> str:
     """An amount of dollars for a message: cents."""
     return f"{Decimal(amount or 0).quantize(Decimal('0.01'))}"
@@ -221,7 +225,7 @@ class TaskBudget:
         """The caps from the settings and what `task`'s runs have spent."""
         from codex.fleet.models import AgentRun
 
-        cost = Decimal(str(getattr(settings, "CODEX_TASK_MAX_COST_USD", 0) or 0))
+        cost = setting_amount("CODEX_TASK_MAX_COST_USD", Decimal(0))
         tokens = int(getattr(settings, "CODEX_TASK_MAX_TOKENS", 0) or 0)
         spent = AgentRun.objects.filter(task=task).spend()
         return cls(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -76,6 +77,43 @@ def env_list(
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_pairs(name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Comma-separated KEY=VALUE items as a dict; unset means {}.
+
+    The value is everything after the first `=` (it may hold more). An item
+    with no `=` is refused rather than dropped: it is a typo that would
+    otherwise quietly leave a variable out.
+    """
+    pairs: dict[str, str] = {}
+    for item in env_list(name, [], environ):
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise ImproperlyConfigured(
+                f"{name}: item {item!r} is not KEY=VALUE (items are comma-separated)"
+            )
+        pairs[key] = value
+    return pairs
+
+
+def env_amount(
+    name: str,
+    default: str,
+    *,
+    minimum: Decimal = Decimal(0),
+    environ: Mapping[str, str] | None = None,
+) -> Decimal:
+    """A decimal amount (dollars, say) of at least `minimum`; unset means `default`."""
+    raw = env_str(name, default, environ)
+    try:
+        amount = Decimal(raw)
+        # NaN lands in the except too: ordering it signals InvalidOperation.
+        if amount >= minimum:
+            return amount
+    except InvalidOperation:
+        pass
+    raise ImproperlyConfigured(f"{name}={raw!r} is not an amount >= {minimum}")
 
 
 def env_choice(

@@ -7,15 +7,21 @@ values at start-up. README.md has the table of variables.
 from __future__ import annotations
 
 import sys
-from decimal import Decimal as _Decimal
-from decimal import InvalidOperation as _InvalidOperation
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
-from codex.env import env_bool, env_choice, env_int, env_list, env_str
+from codex.env import (
+    env_amount,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_pairs,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CODEX_VAR_DIR", str(BASE_DIR / "var")))
@@ -386,18 +392,11 @@ CODEX_MODEL_INLINE_WAIT_SECONDS = env_int(
 CODEX_MODEL_PRICES: dict = {}  # {model: {"input": usd, "output": usd}} per 1M tokens
 CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
 CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)
-CODEX_AGENT_MAX_COST_USD = env_str("CODEX_AGENT_MAX_COST_USD", "10")
+CODEX_AGENT_MAX_COST_USD = env_amount("CODEX_AGENT_MAX_COST_USD", "10")
 CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
 # A task's budget across all its agent runs (0: no cap); a run starts with
 # what is left, and a task with nothing left escalates.
-CODEX_TASK_MAX_COST_USD = env_str("CODEX_TASK_MAX_COST_USD", "50")
-try:
-    if not _Decimal(CODEX_TASK_MAX_COST_USD) >= 0:
-        raise _InvalidOperation
-except _InvalidOperation:
-    raise ImproperlyConfigured(
-        f"CODEX_TASK_MAX_COST_USD={CODEX_TASK_MAX_COST_USD!r} is not an amount >= 0"
-    ) from None
+CODEX_TASK_MAX_COST_USD = env_amount("CODEX_TASK_MAX_COST_USD", "50")
 CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
 CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
     "CODEX_AGENT_MAX_RESPONSE_TOKENS", 8192, minimum=256
@@ -416,9 +415,7 @@ CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
 # Variables an operator adds to the agents' command environment (KEY=VALUE,
 # comma-separated), e.g. PYTEST_DISABLE_PLUGIN_AUTOLOAD=1; nothing else is
 # inherited from the worker (no secrets reach the sandbox).
-CODEX_SANDBOX_ENV = dict(
-    item.split("=", 1) for item in env_list("CODEX_SANDBOX_ENV", []) if "=" in item
-)
+CODEX_SANDBOX_ENV = env_pairs("CODEX_SANDBOX_ENV")
 CODEX_TEST_COMMAND = env_str(
     "CODEX_TEST_COMMAND",
     "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}",

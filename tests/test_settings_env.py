@@ -6,12 +6,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from codex.env import env_bool, env_choice, env_int, env_list, env_str
+from codex.env import (
+    env_amount,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_pairs,
+    env_str,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,17 +152,75 @@ def test_env_choice_refuses_unknown_values(raw):
     assert "debug, info" in str(info.value)
 
 
+# -- env_pairs --------------------------------------------------------------------
+
+
+def test_env_pairs_splits_items_at_their_first_equals_sign():
+    environ = {"E": "A=1, B=x=y ,C=,PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"}
+    assert env_pairs("E", environ=environ) == {
+        "A": "1",
+        "B": "x=y",
+        "C": "",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
+@pytest.mark.parametrize("environ", [{}, {"E": ""}, {"E": " , "}])
+def test_env_pairs_unset_or_blank_is_empty(environ):
+    assert env_pairs("E", environ=environ) == {}
+
+
+def test_env_pairs_refuses_an_item_without_equals_naming_it():
+    with pytest.raises(ImproperlyConfigured, match="CODEX_SANDBOX_ENV") as info:
+        env_pairs("CODEX_SANDBOX_ENV", environ={"CODEX_SANDBOX_ENV": "A=1,OOPS"})
+    assert "'OOPS'" in str(info.value) and "KEY=VALUE" in str(info.value)
+
+
+# -- env_amount -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("12.50", Decimal("12.50")), (" 0 ", Decimal(0))]
+)
+def test_env_amount_parses_a_decimal(raw, expected):
+    amount = env_amount("USD", "1", environ={"USD": raw})
+    assert amount == expected and isinstance(amount, Decimal)
+
+
+def test_env_amount_unset_is_the_default():
+    assert env_amount("USD", "10", environ={}) == Decimal("10")
+
+
+@pytest.mark.parametrize("raw", ["", "ten", "1,5", "-0.01", "NaN"])
+def test_env_amount_refuses_what_is_not_an_amount_at_least_the_minimum(raw):
+    with pytest.raises(ImproperlyConfigured, match="CODEX_AGENT_MAX_COST_USD") as info:
+        env_amount(
+            "CODEX_AGENT_MAX_COST_USD", "10", environ={"CODEX_AGENT_MAX_COST_USD": raw}
+        )
+    assert str(info.value).endswith("is not an amount >= 0")
+
+
+def test_env_amount_minimum_is_inclusive():
+    assert env_amount("USD", "1", minimum=Decimal(1), environ={}) == Decimal(1)
+    with pytest.raises(ImproperlyConfigured, match=">= 1"):
+        env_amount("USD", "1", minimum=Decimal(1), environ={"USD": "0.99"})
+
+
 # -- settings at start-up -------------------------------------------------------------
 
 
-def load_settings(**variables: str) -> subprocess.CompletedProcess:
-    """Import codex.settings in a fresh process with `variables` set."""
-    environ = {
+def load_settings_environ() -> dict[str, str]:
+    """This process's environment without the variables settings read."""
+    return {
         key: value
         for key, value in os.environ.items()
         if not key.startswith("CODEX_") and key not in ("DEBUG", "DATABASE_URL")
     }
-    environ.update(variables)
+
+
+def load_settings(**variables: str) -> subprocess.CompletedProcess:
+    """Import codex.settings in a fresh process with `variables` set."""
+    environ = {**load_settings_environ(), **variables}
     return subprocess.run(
         [sys.executable, "-c", "import codex.settings"],
         cwd=ROOT,
@@ -173,6 +240,9 @@ def load_settings(**variables: str) -> subprocess.CompletedProcess:
         ({"CODEX_JOB_TIMEOUT": "600", "CODEX_JOB_RETRY": "600"}, "CODEX_JOB_RETRY"),
         ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL"),
         ({"CODEX_REQUIRE_SECRET_KEY": "1", "SECRET_KEY": ""}, "SECRET_KEY"),
+        ({"CODEX_TASK_MAX_COST_USD": "-1"}, "CODEX_TASK_MAX_COST_USD"),
+        ({"CODEX_AGENT_MAX_COST_USD": "ten"}, "CODEX_AGENT_MAX_COST_USD"),
+        ({"CODEX_SANDBOX_ENV": "A=1,PYTEST_DISABLE"}, "'PYTEST_DISABLE'"),
     ],
 )
 def test_settings_refuse_bad_values_at_start_up(variables, named, tmp_path):
@@ -187,3 +257,31 @@ def test_settings_refuse_bad_values_at_start_up(variables, named, tmp_path):
 def test_settings_load_with_defaults(tmp_path):
     result = load_settings(CODEX_VAR_DIR=str(tmp_path), DEBUG="1")
     assert result.returncode == 0, result.stderr
+
+
+def test_settings_read_the_sandbox_env_and_the_amounts(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from codex import settings as s; "
+            "print(s.CODEX_SANDBOX_ENV, repr(s.CODEX_AGENT_MAX_COST_USD), "
+            "repr(s.CODEX_TASK_MAX_COST_USD))",
+        ],
+        cwd=ROOT,
+        env={
+            **load_settings_environ(),
+            "CODEX_VAR_DIR": str(tmp_path),
+            "DEBUG": "1",
+            "CODEX_SANDBOX_ENV": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1,X=a=b",
+            "CODEX_AGENT_MAX_COST_USD": "2.5",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == (
+        "{'PYTEST_DISABLE_PLUGIN_AUTOLOAD': '1', 'X': 'a=b'} "
+        "Decimal('2.5') Decimal('50')"
+    )
