@@ -76,7 +76,28 @@ def stuck_after() -> timedelta:
 
 
 def is_stuck(task: Task, now: datetime) -> bool:
-    """In progress or blocked, and in its phase for more than `stuck_after()`."""
+    """Whether `task` is stuck: nobody is moving it on, and nobody will.
+
+    Stuck means both:
+
+    - its status is pending, in_progress or blocked (RECOVERABLE_STATUSES):
+      work the system itself owes. Paused and escalated tasks wait for a
+      person, however long that takes; terminal ones are done;
+    - it entered its current phase more than `stuck_after()` before `now`
+      (CODEX_STUCK_AFTER_MINUTES, 120 by default: spec 002 §3.6's "> 2 hours
+      in the same phase"). That is several times the longest single wait the
+      pipeline itself makes: a phase's step runs in one job, killed at
+      CODEX_JOB_TIMEOUT (15 minutes by default) and redelivered after
+      CODEX_JOB_RETRY, and a blocked task's own retry backoff is capped at
+      CODEX_RETRY_BACKOFF_MAX_SECONDS (30 minutes). A task past it has most
+      likely lost its step (a dead worker, a broker that forgot the job)
+      rather than being slow, and restarting the phase from its recovery
+      point costs at most a repeated step.
+
+    A slow step that is still alive keeps its lease: `recover_stuck_tasks`
+    (which asks the same of the database) skips tasks with a live lease, and
+    `recover_task` asks again under the lease before it changes anything.
+    """
     return (
         task.status in RECOVERABLE_STATUSES
         and task.phase_entered_at < now - stuck_after()
