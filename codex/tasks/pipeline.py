@@ -91,21 +91,17 @@ def _count_retry(task: Task) -> None:
 CREDENTIAL_SOURCE = {"git": "github"}
 
 
-def _github_app_configured() -> bool:
-    return bool(
-        settings.GITHUB_APP_ID
-        and settings.GITHUB_APP_PRIVATE_KEY
-        and settings.GITHUB_APP_INSTALLATION_ID
-    )
-
-
 def _rotate(task: Task, source: str) -> str | None:
     """Move to the next credential of `source`; why not, when it cannot: only
     one is configured, or every one was rejected during this phase already (a
     loop over revoked tokens would only spend retries)."""
+    # Imported here: the client pulls in PyGithub (~70 ms of CPU), which only a
+    # rotation needs, not every process that imports the pipeline.
+    from integrations.github.client import app_configured
+
     progress = task.phase_progress.setdefault(task.phase, {})
     rotations = progress.get("rotations", {})
-    if source == "github" and _github_app_configured():
+    if source == "github" and app_configured():
         # The client forgot the refused installation token; the next call
         # mints a new one. Worth one retry, not more.
         if rotations.get(source):

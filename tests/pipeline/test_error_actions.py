@@ -107,6 +107,36 @@ def test_rotate_token_with_one_credential_escalates(failing, settings):
     assert current_credential("claude") == "only-key"
 
 
+def test_a_refused_github_app_token_gets_one_fresh_token_then_escalates(
+    failing, settings
+):
+    # A GitHub App has no list of tokens to rotate through: the client mints a
+    # new installation token, worth one retry, even with no tokens configured.
+    settings.GITHUB_APP_ID = "123"
+    settings.GITHUB_APP_PRIVATE_KEY = "pem"
+    settings.GITHUB_APP_INSTALLATION_ID = "456"
+    settings.CODEX_CREDENTIALS = {"claude": ["key"], "github": []}
+    failing.extend(failure(Action.ROTATE_TOKEN, source="github") for _ in range(2))
+    task = make_task()
+    assert advance_task(task.task_id) == "in_progress/intake"
+    assert advance_task(task.task_id) == "escalated/intake"
+    detail = task.escalations.get().detail
+    assert "a new GitHub App installation token was refused too" in detail
+
+
+def test_a_refused_github_token_without_an_app_and_no_other_escalates(
+    failing, settings
+):
+    settings.GITHUB_APP_ID = "123"
+    settings.GITHUB_APP_PRIVATE_KEY = ""  # not all three: no app
+    settings.GITHUB_APP_INSTALLATION_ID = "456"
+    settings.CODEX_CREDENTIALS = {"claude": ["key"], "github": ["only-token"]}
+    failing.append(failure(Action.ROTATE_TOKEN, source="github"))
+    task = make_task()
+    assert advance_task(task.task_id) == "escalated/intake"
+    assert "no other github credential" in task.escalations.get().detail
+
+
 def test_pull_retry_retries_until_the_limit_then_escalates(failing, settings):
     settings.CODEX_MAX_RETRIES = 2
     failing.extend(failure(Action.PULL_RETRY, source="git") for _ in range(3))
