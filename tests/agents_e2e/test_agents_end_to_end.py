@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from agents.demo import git
 from agents.phase_runner import NO_KEY_REASON
 from codex.repositories.models import LocalIssue, LocalPullRequest, Repository
 from codex.tasks.jobs import advance_task
 from codex.tasks.models import Artifact, ReviewReport, VerificationReport
-from tests.agents_e2e.conftest import git
 from tests.factories import make_task
 from tests.model_stub import message, submit, tool_use
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from agents.demo import git
 from codex.repositories.models import Repository
-from tests.agents_e2e.conftest import git
 from tests.agents_e2e.test_agents_end_to_end import MUL_OK, SPEC, TEST_MUL, steps
 from tests.factories import make_task
 from tests.model_stub import message, submit, tool_use

@@ -7,10 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from agents.demo import BANNER, MUL, TEST_MUL
+from agents.demo import BANNER, MUL, TEST_MUL, git
 from codex.repositories.models import Repository
 from codex.tasks.models import Task
-from tests.agents_e2e.conftest import git
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

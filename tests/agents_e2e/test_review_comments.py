@@ -128,7 +128,7 @@ def test_inert_text_cannot_notify_reference_or_inject():
 
 def _open_pull_request(repository, task) -> LocalPullRequest:
     """A pull request of a branch pushed to the bare repository."""
-    from tests.agents_e2e.conftest import git
+    from agents.demo import git
 
     branch = f"codex/{task.task_id}"
     git("branch", branch, "main", cwd=repository.local_path)

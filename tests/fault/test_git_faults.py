@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.demo import GIT_ENV, git
 from agents.phase_runner import worktree_path
 from codex.configuration.models.credential import ActiveCredential
 from codex.core.errors import Action, make_error
@@ -27,7 +28,7 @@ from codex.tasks.runners import PhaseResult
 from integrations.git import mirror_path
 
 # The fixtures: the bare remote, the model stub, the fake GitHub, the task.
-from tests.agents_e2e.conftest import GIT_ENV, agent_settings, bare_repo, git, stub  # noqa: F401
+from tests.agents_e2e.conftest import agent_settings, bare_repo, stub  # noqa: F401
 from tests.factories import make_task
 from tests.fault.pipeline_harness import agents, claimed_task, github, github_env  # noqa: F401
 from tests.fault.pipeline_steps import MUL, run_to_the_end, step

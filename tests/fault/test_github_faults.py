@@ -16,6 +16,7 @@ from datetime import datetime
 
 import pytest
 
+from agents.demo import git
 from codex.claims.models import ClaimState, IssueClaim
 from codex.configuration.models.credential import ActiveCredential
 from codex.core.errors import Action, make_error
@@ -25,7 +26,7 @@ from codex.tasks.models import Escalation, Status, Task
 from codex.tasks.runners import PhaseResult
 
 # The fixtures: the bare remote, the model stub, the fake GitHub, the task.
-from tests.agents_e2e.conftest import agent_settings, bare_repo, git, stub  # noqa: F401
+from tests.agents_e2e.conftest import agent_settings, bare_repo, stub  # noqa: F401
 from tests.factories import make_task
 from tests.fault.github_fake import BAD_GATEWAY, DELETED
 from tests.fault.pipeline_harness import agents, claimed_task, github, github_env  # noqa: F401
