@@ -27,6 +27,7 @@ from codex.events.models import Event
 from codex.fleet.models import AgentRun
 from tests.factories import make_repository
 from tests.fault.services import ROOT
+from tests.fleet.factories import SESSION_LOG_EXAMPLE
 
 pytestmark = pytest.mark.django_db
 
@@ -49,19 +50,6 @@ PROJECT = {
             "added_at": "2025-12-17T14:00:00",
         }
     },
-}
-SESSION = {
-    "session_id": "session_20251217_143022_1",
-    "started_at": "2025-12-17T14:30:22",
-    "ended_at": "2025-12-17T15:05:47",
-    "issues_worked": [42, 43],
-    "issues_closed": [42],
-    "files_changed": 5,
-    "tool_count": 45,
-    "productivity_score": 0.33,
-    "success": True,
-    "health_status": "healthy",
-    "warnings": [],
 }
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "x" * 3_000_000
@@ -311,7 +299,7 @@ def test_a_board_with_a_huge_id_is_refused_without_echoing_it(tmp_path, reposito
 
 
 def session_line(**changes) -> str:
-    return json.dumps({**SESSION, **changes})
+    return json.dumps({**SESSION_LOG_EXAMPLE, **changes})
 
 
 def test_session_logs_name_the_file_line_and_field(tmp_path):
@@ -319,7 +307,7 @@ def test_session_logs_name_the_file_line_and_field(tmp_path):
         session_line(session_id="ok-1"),
         session_line(session_id="s\u0000"),
         session_line(session_id="ok-2", files_changed="5"),
-        json.dumps({k: v for k, v in SESSION.items() if k != "tool_count"}),
+        json.dumps({k: v for k, v in SESSION_LOG_EXAMPLE.items() if k != "tool_count"}),
         session_line(session_id="ok-3", tool_count=10**40),
         session_line(session_id="ok-4", warnings=["\u001b[31mred"]),
         session_line(session_id=HUGE),
@@ -357,7 +345,7 @@ def test_a_bom_and_unicode_line_separators_inside_strings_import(tmp_path):
     text = "\ufeff" + session_line(warnings=["a\u2028b\u0085c"]) + "\r\n"
     write(tmp_path / "session_1.jsonl", text)
     call_command("import_session_logs", str(tmp_path / "session_1.jsonl"))
-    assert AgentRun.objects.get().session_id == SESSION["session_id"]
+    assert AgentRun.objects.get().session_id == SESSION_LOG_EXAMPLE["session_id"]
 
 
 # -- what a person at the terminal sees ------------------------------------------

@@ -18,6 +18,21 @@ from codex.fleet.models import (
 )
 from tests.factories import make_repository
 
+# Spec 000's session log record (logs/session_*.jsonl), word for word.
+SESSION_LOG_EXAMPLE = {
+    "session_id": "session_20251217_143022_1",
+    "started_at": "2025-12-17T14:30:22",
+    "ended_at": "2025-12-17T15:05:47",
+    "issues_worked": [42, 43],
+    "issues_closed": [42],
+    "files_changed": 5,
+    "tool_count": 45,
+    "productivity_score": 0.33,
+    "success": True,
+    "health_status": "healthy",
+    "warnings": [],
+}
+
 _sessions = itertools.count(1)
 
 

@@ -11,23 +11,9 @@ from django.core.management import CommandError, call_command
 
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun, RunStatus
+from tests.fleet.factories import SESSION_LOG_EXAMPLE
 
 pytestmark = pytest.mark.django_db
-
-# The example of spec 000, word for word.
-SPEC_EXAMPLE = {
-    "session_id": "session_20251217_143022_1",
-    "started_at": "2025-12-17T14:30:22",
-    "ended_at": "2025-12-17T15:05:47",
-    "issues_worked": [42, 43],
-    "issues_closed": [42],
-    "files_changed": 5,
-    "tool_count": 45,
-    "productivity_score": 0.33,
-    "success": True,
-    "health_status": "healthy",
-    "warnings": [],
-}
 
 
 def write(path, *records):
@@ -38,13 +24,17 @@ def write(path, *records):
 
 
 def session(n, **changes):
-    return {**SPEC_EXAMPLE, "session_id": f"session_20251217_143022_{n}", **changes}
+    return {
+        **SESSION_LOG_EXAMPLE,
+        "session_id": f"session_20251217_143022_{n}",
+        **changes,
+    }
 
 
 def test_the_spec_example_becomes_a_run(tmp_path, capsys):
     logs = tmp_path / "logs"
     logs.mkdir()
-    write(logs / "session_1.jsonl", SPEC_EXAMPLE)
+    write(logs / "session_1.jsonl", SESSION_LOG_EXAMPLE)
     call_command("import_session_logs", str(logs / "session_*.jsonl"))
     run = AgentRun.objects.get()
     assert run.session_id == "session_20251217_143022_1"
