@@ -13,6 +13,18 @@ from tests.factories import make_task
 _comment_ids = itertools.count(1_234_567_890)
 ACTOR = "webhook:test"
 
+# Spec 001 "Claude Analysis Response", verbatim.
+SPEC_RESPONSE = {
+    "analysis": {
+        "merge_strategy": "MERGE_PARTIAL",
+        "prs_to_merge": [10],
+        "reasoning": "Child C1 completed successfully with PR #10. Child C2 failed "
+        "due to dependency conflicts which don't affect C1's work. Recommending "
+        "partial merge of C1's changes.",
+        "summary": "1 of 2 children successful. Merging PR #10.",
+    }
+}
+
 
 def make_fan_out(expected: int = 3, *, open_window: bool = True, **fields) -> FanOut:
     """A parent task fanned out to `expected` children; by default awaiting."""

@@ -19,22 +19,12 @@ from codex.children.decision import (
     validate_analysis,
 )
 from codex.children.parsing import ChildReportData, parse_child_report
+from tests.children.factories import SPEC_RESPONSE
 
 SPEC_REPORTS = [
     parse_child_report("🤖 Child C1 complete: PR #10 ready for review"),
     parse_child_report("🤖 Child C2 failed: dependency conflicts"),
 ]
-# Spec 001 "Claude Analysis Response", verbatim.
-SPEC_RESPONSE = {
-    "analysis": {
-        "merge_strategy": "MERGE_PARTIAL",
-        "prs_to_merge": [10],
-        "reasoning": "Child C1 completed successfully with PR #10. Child C2 failed "
-        "due to dependency conflicts which don't affect C1's work. Recommending "
-        "partial merge of C1's changes.",
-        "summary": "1 of 2 children successful. Merging PR #10.",
-    }
-}
 
 
 def violations(candidate, reports) -> list[str]:

@@ -14,22 +14,10 @@ import pytest
 from agents.fanout import ANALYSIS_MAX_TOKENS
 from codex.children.models.fan_out import ANALYSIS_TIMED_OUT
 from codex.events.models import Event
-from tests.children.factories import make_fan_out, post
+from tests.children.factories import SPEC_RESPONSE, make_fan_out, post
 from tests.model_stub import ModelStub, error, message
 
 pytestmark = pytest.mark.django_db
-
-# Spec 001 "Claude Analysis Response", verbatim.
-SPEC_RESPONSE = {
-    "analysis": {
-        "merge_strategy": "MERGE_PARTIAL",
-        "prs_to_merge": [10],
-        "reasoning": "Child C1 completed successfully with PR #10. Child C2 failed "
-        "due to dependency conflicts which don't affect C1's work. Recommending "
-        "partial merge of C1's changes.",
-        "summary": "1 of 2 children successful. Merging PR #10.",
-    }
-}
 
 
 @pytest.fixture
