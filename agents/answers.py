@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agents.phase_runner import latest_documents
 from agents.prompts import untrusted
 from agents.roles import role_for
 from agents.roles.base import task_prompt
@@ -69,16 +70,6 @@ class Answer:
     response: Response
 
 
-def current_documents(task: Task) -> dict[str, str]:
-    """The newest version of each of the task's documents, by name."""
-    documents = {}
-    for name in DOCUMENT_NAMES:
-        artifact = task.artifacts.filter(name=name).order_by("-created_at").first()
-        if artifact is not None:
-            documents[name] = artifact.content
-    return documents
-
-
 def answer_question(
     client: Any, task: Task, *, asker: str, target: str, question: str
 ) -> Answer:
@@ -91,7 +82,7 @@ def answer_question(
     system = role.system_prompt + ANSWERING.format(asker=asker, target=target)
     prompt = task_prompt(
         task,
-        documents=current_documents(task),
+        documents=latest_documents(task, DOCUMENT_NAMES),
         instructions=f"The {asker} asks:\n"
         + untrusted(f"question from the {asker}", question)
         + "\n\nAnswer in plain text.",
