@@ -36,7 +36,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from codex.core.queue import enqueue_on_commit
+from codex.core.queue import broker_after_commit, enqueue_on_commit
 from codex.webhooks.events import is_handled
 from codex.webhooks.models import Outcome, WebhookDelivery, scrub
 from codex.webhooks.signature import signature_is_valid
@@ -170,7 +170,7 @@ def _receive(request: HttpRequest) -> JsonResponse:
     if outcome == Outcome.PENDING:
         # Stored and committed by now (or, inside a caller's transaction, sent
         # when that commits): the job never runs before its row is visible.
-        enqueue_on_commit(PROCESS_JOB, delivery.pk)
+        enqueue_on_commit(PROCESS_JOB, delivery.pk, broker=broker_after_commit())
     return JsonResponse(
         {"delivery": delivery_id, "event": event, "outcome": outcome},
         status=status,

@@ -7,6 +7,9 @@ import json
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+from django_q.tasks import async_task as real_async_task
 
 from codex.webhooks.models import Outcome, WebhookDelivery
 from codex.webhooks.signature import sign
@@ -99,6 +102,27 @@ def test_the_ack_is_one_insert_and_a_redelivery_one_refused_insert(deliver, enqu
         ]
     delivery = WebhookDelivery.objects.get()
     assert enqueued == [("codex.webhooks.jobs.process_delivery", delivery.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_goes_to_the_orm_broker_without_closing_old_connections(
+    deliver, monkeypatch
+):
+    # django-q's own ORM broker calls close_old_connections() on every enqueue,
+    # which costs the request a health-check round trip; the ack's enqueue runs
+    # right after its commit and skips it.
+    monkeypatch.setattr("django_q.tasks.async_task", real_async_task)
+    calls = []
+    monkeypatch.setattr("django.db.close_old_connections", lambda: calls.append(1))
+    response = deliver("issues", load("issues", "labeled.payload.json"))
+    assert response.status_code == 202
+    job = SignedPackage.loads(OrmQ.objects.get().payload)
+    delivery = WebhookDelivery.objects.get()
+    assert (job["func"], job["args"]) == (
+        "codex.webhooks.jobs.process_delivery",
+        (delivery.pk,),
+    )
+    assert calls == []
 
 
 def test_a_nul_escape_anywhere_is_scrubbed_keys_included(deliver):
