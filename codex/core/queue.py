@@ -7,6 +7,7 @@ never existed; a job enqueued before commit may run before its rows are visible.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
@@ -25,3 +26,33 @@ def enqueue_on_commit(func_path: str, *args: Any, **options: Any) -> None:
         async_task(func_path, *args, sync=settings.CODEX_RUN_JOBS_INLINE, **options)
 
     transaction.on_commit(_send)
+
+
+@functools.cache
+def broker_after_commit() -> Any:
+    """A django-q broker to pass as `enqueue_on_commit(..., broker=...)` on a hot
+    path, made once per process; None (django-q's default) unless the broker is
+    the ORM one.
+
+    django-q builds a new broker for every async_task, and its ORM broker calls
+    close_old_connections() on the way in (twice): that is for the cluster's
+    long-lived broker thread, but it also marks the request's connection for a
+    health check, a `SELECT 1` round trip before the OrmQ INSERT. An on-commit
+    callback runs right after a commit on that very connection, so this one
+    skips it.
+    """
+    from django_q.brokers import get_broker
+    from django_q.brokers.orm import ORM
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    broker = get_broker()
+    if type(broker) is not ORM:
+        return None
+
+    class AfterCommitORM(ORM):
+        @staticmethod
+        def get_connection(list_key: str | None = None) -> Any:
+            return OrmQ.objects.using(Conf.ORM)
+
+    return AfterCommitORM(list_key=broker.list_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -38,7 +38,27 @@ def scrub(value: Any) -> Any:
 
 
 class WebhookDeliveryQuerySet(models.QuerySet):
-    """Deliveries; `take` is how a worker gets one to itself."""
+    """Deliveries; `receive` stores a new one, `take` is how a worker gets one
+    to itself."""
+
+    def receive(self, **fields: Any) -> WebhookDelivery | None:
+        """Store a new delivery and return it, or None when its delivery_id is
+        already stored (a redelivery, or the same delivery arriving twice at
+        once: on PostgreSQL the second INSERT waits for the first to commit).
+
+        The unique delivery_id is the dedupe: the INSERT is tried first rather
+        than after a SELECT, so a new delivery costs one statement. Outside a
+        transaction it commits by itself (durable when this returns, no
+        BEGIN/COMMIT round trips); inside one, a savepoint keeps a conflict from
+        breaking the caller's transaction.
+        """
+        try:
+            if transaction.get_connection(self.db).in_atomic_block:
+                with transaction.atomic(using=self.db):
+                    return self.create(**fields)
+            return self.create(**fields)
+        except IntegrityError:
+            return None
 
     def take(self, pk: int, now=None) -> bool:
         """Mark delivery `pk` as being processed now, unless it is processed or

@@ -10,9 +10,15 @@ checks, each refusing before the next costs anything:
 3. X-Hub-Signature-256 missing or wrong → 401, before the body is parsed;
 4. missing or malformed X-GitHub-Event / X-GitHub-Delivery, body not a JSON
    object → 400;
-5. a delivery id already stored (GitHub redelivers with the same id) → 200;
+5. a delivery id already stored (GitHub redelivers with the same id) → 200:
+   found by the INSERT itself (unique delivery_id), not by a SELECT first;
 6. ping → 200; an event or action Codex does not act on → 202, stored as ignored;
 7. otherwise stored and `process_delivery` enqueued on commit → 202.
+
+The ack is on GitHub's clock and under load, so it does only what the 202
+promises: one INSERT of the delivery (committed before the answer) and, for a
+delivery that needs work, one job enqueued after that commit. Everything else
+(resolving the repository, validating what the payload says) is the worker's.
 
 No exception escapes as a 500: anything unexpected is answered 400 with a
 reason (GitHub does not retry failed deliveries; the operator sees the log).
@@ -26,12 +32,11 @@ import re
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from codex.core.queue import enqueue_on_commit
+from codex.core.queue import broker_after_commit, enqueue_on_commit
 from codex.webhooks.events import is_handled
 from codex.webhooks.models import Outcome, WebhookDelivery, scrub
 from codex.webhooks.signature import signature_is_valid
@@ -42,6 +47,7 @@ PROCESS_JOB = "codex.webhooks.jobs.process_delivery"
 EVENT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 DELIVERY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 ACTION_MAX_LENGTH = 60
+NUL_ESCAPE = b"\\u0000"
 
 
 def error(
@@ -71,7 +77,10 @@ def parse_payload(body: bytes) -> dict[str, Any]:
         raise BadPayload(f"the body is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise BadPayload("the body must be a JSON object")
-    return scrub(payload)
+    # JSON can only spell U+0000 as the escape \u0000 (a raw control character
+    # in a string is refused by the parser), so a body without it needs no walk
+    # over the whole payload.
+    return scrub(payload) if NUL_ESCAPE in body else payload
 
 
 @csrf_exempt
@@ -102,20 +111,17 @@ def _receive(request: HttpRequest) -> JsonResponse:
             "they are refused rather than accepted unsigned.",
         )
     limit = settings.CODEX_WEBHOOK_MAX_BYTES
-    too_large = error(
-        413, "payload_too_large", f"The body is larger than {limit} bytes."
-    )
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return error(400, "bad_content_length", "Content-Length is not a number.")
     if declared > limit:
-        return too_large
+        return _too_large(limit)
     # Read the stream ourselves: request.body would apply Django's own
     # DATA_UPLOAD_MAX_MEMORY_SIZE instead of our limit.
     body = request.read(limit + 1)
     if len(body) > limit:
-        return too_large
+        return _too_large(limit)
     if not signature_is_valid(body, secret, request.headers.get("X-Hub-Signature-256")):
         return error(
             401,
@@ -138,8 +144,6 @@ def _receive(request: HttpRequest) -> JsonResponse:
     action = payload.get("action")
     action = action[:ACTION_MAX_LENGTH] if isinstance(action, str) else ""
 
-    if WebhookDelivery.objects.filter(delivery_id=delivery_id).exists():
-        return _redelivered(delivery_id)
     now = timezone.now()
     if event == "ping":
         outcome, detail, processed, status = Outcome.PROCESSED, "pong", now, 200
@@ -152,26 +156,29 @@ def _receive(request: HttpRequest) -> JsonResponse:
         )
     else:
         outcome, detail, processed, status = Outcome.PENDING, "", None, 202
-    try:
-        with transaction.atomic():
-            delivery = WebhookDelivery.objects.create(
-                delivery_id=delivery_id,
-                event=event,
-                action=action,
-                payload=payload,
-                outcome=outcome,
-                detail=detail,
-                processed_at=processed,
-            )
-            if outcome == Outcome.PENDING:
-                enqueue_on_commit(PROCESS_JOB, delivery.pk)
-    except IntegrityError:
-        # The same delivery arrived twice at once; the other request stored it.
+    delivery = WebhookDelivery.objects.receive(
+        delivery_id=delivery_id,
+        event=event,
+        action=action,
+        payload=payload,
+        outcome=outcome,
+        detail=detail,
+        processed_at=processed,
+    )
+    if delivery is None:  # GitHub redelivers with the same id
         return _redelivered(delivery_id)
+    if outcome == Outcome.PENDING:
+        # Stored and committed by now (or, inside a caller's transaction, sent
+        # when that commits): the job never runs before its row is visible.
+        enqueue_on_commit(PROCESS_JOB, delivery.pk, broker=broker_after_commit())
     return JsonResponse(
         {"delivery": delivery_id, "event": event, "outcome": outcome},
         status=status,
     )
+
+
+def _too_large(limit: int) -> JsonResponse:
+    return error(413, "payload_too_large", f"The body is larger than {limit} bytes.")
 
 
 def _redelivered(delivery_id: str) -> JsonResponse:

@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+from django_q.tasks import async_task as real_async_task
 
 from codex.webhooks.models import Outcome, WebhookDelivery
 from codex.webhooks.signature import sign
@@ -77,6 +82,56 @@ def test_a_redelivery_is_a_200_no_op(
     assert again.json()["outcome"] == "duplicate"
     assert WebhookDelivery.objects.count() == 1
     assert len(enqueued) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ack_is_one_insert_and_a_redelivery_one_refused_insert(deliver, enqueued):
+    # Outside a transaction (as under gunicorn) the INSERT is the dedupe and
+    # commits by itself: no SELECT first, no BEGIN/COMMIT around it. The job is
+    # enqueued once the row is committed.
+    payload = load("issues", "labeled.payload.json")
+    with CaptureQueriesContext(connection) as first_queries:
+        first = deliver("issues", payload, delivery="one-insert")
+    with CaptureQueriesContext(connection) as again_queries:
+        again = deliver("issues", payload, delivery="one-insert")
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert again.json()["outcome"] == "duplicate"
+    for queries in (first_queries, again_queries):
+        assert [q["sql"].split()[:3] for q in queries] == [
+            ["INSERT", "INTO", '"webhooks_webhookdelivery"']
+        ]
+    delivery = WebhookDelivery.objects.get()
+    assert enqueued == [("codex.webhooks.jobs.process_delivery", delivery.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_goes_to_the_orm_broker_without_closing_old_connections(
+    deliver, monkeypatch
+):
+    # django-q's own ORM broker calls close_old_connections() on every enqueue,
+    # which costs the request a health-check round trip; the ack's enqueue runs
+    # right after its commit and skips it.
+    monkeypatch.setattr("django_q.tasks.async_task", real_async_task)
+    calls = []
+    monkeypatch.setattr("django.db.close_old_connections", lambda: calls.append(1))
+    response = deliver("issues", load("issues", "labeled.payload.json"))
+    assert response.status_code == 202
+    job = SignedPackage.loads(OrmQ.objects.get().payload)
+    delivery = WebhookDelivery.objects.get()
+    assert (job["func"], job["args"]) == (
+        "codex.webhooks.jobs.process_delivery",
+        (delivery.pk,),
+    )
+    assert calls == []
+
+
+def test_a_nul_escape_anywhere_is_scrubbed_keys_included(deliver):
+    payload = {"action": "opened", "issue": {"title\x00": ["x\x00", {"y": "\x00"}]}}
+    response = deliver("issues", payload)
+    assert response.status_code == 202
+    assert WebhookDelivery.objects.get().payload["issue"] == {
+        "title\ufffd": ["x\ufffd", {"y": "\ufffd"}]
+    }
 
 
 @pytest.mark.parametrize(
@@ -191,7 +246,7 @@ def test_an_unexpected_error_is_400_never_500(deliver, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(WebhookDelivery.objects, "create", explode)
+    monkeypatch.setattr(WebhookDelivery, "save", explode)
     response = deliver("issues", load("issues", "labeled.payload.json"))
     assert response.status_code == 400
     assert error_code(response) == "delivery_not_stored"
