@@ -155,6 +155,7 @@ def run(smoke: bool) -> list[dict]:
     seconds = 2 if smoke else 15
     warmup = 0.5 if smoke else 2
     connections.close_all()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="codex-bench-intake-") as tmp:
         server, base = gunicorn(bench_env(), Path(tmp) / "gunicorn.log", workers)
         try:
@@ -171,6 +172,10 @@ def run(smoke: bool) -> list[dict]:
             )
         finally:
             server.stop()
+    busy = (
+        f"1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} "
+        f"after, on {os.cpu_count()} CPUs"
+    )
     trivial, intake = loads["healthz"], loads["intake"]
     created = intake["statuses"].get("201", 0)
     other = {k: v for k, v in intake["statuses"].items() if k != "201"}
@@ -185,7 +190,7 @@ def run(smoke: bool) -> list[dict]:
     setup = (
         f"Locust FastHttpUser, {users} concurrent users, closed loop, {warmup:g} s "
         f"warm-up then {seconds} s each; gunicorn --workers {workers} (sync, as "
-        "the Dockerfile); ORM broker (enqueue in the same DB)"
+        f"the Dockerfile); ORM broker (enqueue in the same DB); {busy}"
     )
     return [
         figure(
