@@ -9,14 +9,13 @@ X-Hub-Signature-256 over its body.
 
 Ack (`webhook_ack_p99_ms`): Locust (its Python API, FastHttpUser) drives a
 closed loop of concurrent senders (8; 4 in smoke mode) with no think time, on
-the same machine as the server. Locust rather than wrk: every delivery needs a
-fresh id and an HMAC-SHA256 of its own body, which wrk's Lua has no HMAC for;
-a Locust task computes both in Python per request. It runs in a subprocess
-(`python -m bench.webhook --load ...`), because Locust monkey-patches the
-process with gevent. The repository of the payload is registered, so each
-delivery takes the real ack path of a delivery that will become a task:
-signature, headers, dedupe lookup, INSERT of the delivery, enqueue of
-process_delivery on commit (an OrmQ INSERT), 202. No worker runs during the
+the same machine as the server. Every delivery needs a fresh id and an
+HMAC-SHA256 of its own body; a Locust task computes both in Python per request.
+It runs in a subprocess (bench.load, shared with figure 1), because Locust
+monkey-patches the process with gevent. The repository of the payload is
+registered, so each delivery takes the real ack path of a delivery that will
+become a task: signature, headers, dedupe lookup, INSERT of the delivery,
+enqueue of process_delivery on commit (an OrmQ INSERT), 202. No worker runs during the
 load (workers live on other machines in production); the queued jobs are
 counted, to prove the path, and dropped. The ceiling is GET /healthz (one
 SELECT 1) under the same load on the same server.
@@ -38,20 +37,21 @@ which escalates the task; the next webhook is sent once the task has settled.
 
 from __future__ import annotations
 
-import argparse
 import copy
+import hashlib
+import hmac
 import importlib.util
+import itertools
 import json
 import logging
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 from bench.common import (
@@ -66,6 +66,7 @@ from bench.common import (
     quiet_queue,
     wait_until,
 )
+from bench.load import run_load
 
 NAME = "webhook_ack_p99_ms"
 GOAL = "< 50 ms (and webhook to first model request p50 < 1 s)"
@@ -106,52 +107,25 @@ def server_env() -> dict[str, str]:
     }
 
 
-# -- the load generator (a subprocess: Locust patches the process with gevent) --
+# -- the load (bench.load, in its Locust subprocess) ---------------------------
+
+# One counter for every mode of the subprocess: no issue number repeats.
+_NUMBERS = itertools.count(1000)
 
 
-def _load_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--load", action="store_true")
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--modes", required=True, help="e.g. healthz,webhook,paced")
-    parser.add_argument("--paced-rate", type=float, default=PACED_RATE)
-    parser.add_argument("--users", type=int, required=True)
-    parser.add_argument("--seconds", type=float, required=True)
-    parser.add_argument("--warmup", type=float, default=0)
-    parser.add_argument("--template", help="payload with the sentinel issue number")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
+def webhook_user(params: dict):
+    """A Locust user sending signed deliveries of params["template"], each with
+    a fresh issue number, delivery id and signature, expecting 202."""
+    from locust import FastHttpUser, task
 
-    import hashlib
-    import hmac
-    import itertools
-    import uuid
-    from collections import Counter
-
-    import gevent
-    from locust import FastHttpUser, constant, constant_throughput, task
-    from locust.env import Environment
-
-    template = Path(args.template).read_bytes() if args.template else b""
+    template = Path(params["template"]).read_bytes()
     sentinel = str(ISSUE_SENTINEL).encode()
-    numbers = itertools.count(1000)
     key = SECRET.encode()
 
-    class Healthz(FastHttpUser):
-        host = args.url
-        wait_time = constant(0)
-
-        @task
-        def send(self) -> None:
-            self.client.get("/healthz", name="healthz")
-
     class Webhook(FastHttpUser):
-        host = args.url
-        wait_time = constant(0)
-
         @task
         def send(self) -> None:
-            body = template.replace(sentinel, str(next(numbers)).encode())
+            body = template.replace(sentinel, str(next(_NUMBERS)).encode())
             digest = hmac.new(key, body, hashlib.sha256).hexdigest()
             headers = {
                 "Content-Type": "application/json",
@@ -166,42 +140,17 @@ def _load_main(argv: list[str]) -> int:
                 if response.status_code != 202:
                     response.failure(f"HTTP {response.status_code}")
 
-    class Paced(Webhook):
-        # The same deliveries at a fixed total rate, below saturation.
-        wait_time = constant_throughput(args.paced_rate / args.users)
+    return Webhook
 
-    classes = {"healthz": Healthz, "webhook": Webhook, "paced": Paced}
-    results = {}
-    for mode in args.modes.split(","):
-        latencies: list[float] = []
-        statuses: Counter = Counter()
-        recording = [False]
-        env = Environment(user_classes=[classes[mode]])
 
-        def on_request(response_time, response=None, exception=None, **_):
-            if not recording[0]:  # noqa: B023 - this mode's list, used right here
-                return
-            latencies.append(response_time)  # noqa: B023
-            status = getattr(response, "status_code", None)
-            statuses[str(status or type(exception).__name__)] += 1  # noqa: B023
+def paced_user(params: dict):
+    """The same deliveries at a fixed total rate, below saturation."""
+    from locust import constant_throughput
 
-        env.events.request.add_listener(on_request)
-        runner = env.create_local_runner()
-        runner.start(args.users, spawn_rate=10_000)
-        gevent.sleep(args.warmup)
-        recording[0] = True
-        started = time.perf_counter()
-        gevent.sleep(args.seconds)
-        recording[0] = False
-        elapsed = time.perf_counter() - started
-        runner.quit()
-        results[mode] = {
-            "latencies_ms": latencies,
-            "statuses": dict(statuses),
-            "seconds": elapsed,
-        }
-    Path(args.out).write_text(json.dumps(results))
-    return 0
+    class Paced(webhook_user(params)):
+        wait_time = constant_throughput(params["paced_rate"] / params["users"])
+
+    return Paced
 
 
 def _load(
@@ -210,46 +159,20 @@ def _load(
     """GET /healthz, the webhook, then the webhook paced at PACED_RATE, each
     `seconds` under `users` senders (after `warmup`), in one Locust
     subprocess. Returns a summary per mode."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
-        pass
-    command = [
-        sys.executable,
-        "-m",
-        "bench.webhook",
-        "--load",
-        f"--url={base}",
-        "--modes=healthz,webhook,paced",
-        f"--users={users}",
-        f"--seconds={seconds}",
-        f"--warmup={warmup}",
-        f"--out={out.name}",
-        f"--template={template}",
-    ]
-    done = subprocess.run(
-        command,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3 * (seconds + warmup) + 60,
+    summary = run_load(
+        base,
+        {
+            "healthz": "bench.load:healthz_user",
+            "webhook": "bench.webhook:webhook_user",
+            "paced": "bench.webhook:paced_user",
+        },
+        users=users,
+        seconds=seconds,
+        warmup=warmup,
+        params={"template": template, "paced_rate": PACED_RATE},
     )
-    try:
-        if done.returncode != 0:
-            raise RuntimeError(f"load generator failed: {done.stderr[-1500:]}")
-        results = json.loads(Path(out.name).read_text())
-    finally:
-        os.unlink(out.name)
-    summary = {}
-    for mode, result in results.items():
-        lat = result["latencies_ms"]
-        summary[mode] = {
-            "requests": len(lat),
-            "ok": result["statuses"].get("200" if mode == "healthz" else "202", 0),
-            "statuses": result["statuses"],
-            "rps": len(lat) / result["seconds"] if result["seconds"] else 0,
-            "p50": percentile(lat, 50),
-            "p99": percentile(lat, 99),
-            "max": max(lat) if lat else None,
-        }
+    for mode, result in summary.items():
+        result["ok"] = result["statuses"].get("200" if mode == "healthz" else "202", 0)
     return summary
 
 
@@ -603,7 +526,5 @@ def _first_figure(first: dict) -> dict:
 
 
 if __name__ == "__main__":
-    if "--load" in sys.argv[1:]:
-        sys.exit(_load_main(sys.argv[1:]))
     print("run through bench.run: python -m bench.run --only webhook", file=sys.stderr)
     sys.exit(2)

@@ -1,0 +1,78 @@
+"""Queries run on every request, compiled to SQL once.
+
+Django compiles a queryset to SQL each time it runs. For the one or two
+lookups every API request makes (its token with user and roles, the
+repository of a new task), compiling cost more CPU than sending the query and
+reading its row, for SQL that differs only in one parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.db.models.query import get_related_populators
+
+
+class CompiledQuery:
+    """A queryset of model instances (select_related and annotations allowed)
+    compiled once with `slot` standing for one parameter; `first(value)` runs
+    it with `value` there instead.
+
+    Each run goes through a cursor of the queryset's database, so it is logged
+    and counted like any other query; rows become instances as ModelIterable
+    makes them, with the compiler's own converters, related populators and
+    annotation columns. Build one per database (the SQL is the backend's).
+    """
+
+    def __init__(self, queryset: QuerySet, slot: Any) -> None:
+        using = queryset.db
+        compiler = queryset.query.get_compiler(using=using)
+        self.sql, params = compiler.as_sql()
+        self.params = list(params)
+        if self.params.count(slot) != 1:
+            raise ValueError(f"{slot!r} must be exactly one parameter of the query")
+        self.slot = self.params.index(slot)
+        self.using = using
+        self.compiler = compiler
+        select, klass_info = compiler.select, compiler.klass_info
+        self.model = klass_info["model"]
+        fields = klass_info["select_fields"]
+        self.model_columns = slice(fields[0], fields[-1] + 1)
+        self.init_list = [
+            column[0].target.attname for column in select[self.model_columns]
+        ]
+        self.related_populators = get_related_populators(klass_info, select, using)
+        self.annotation_col_map = compiler.annotation_col_map
+
+    def first(self, value: Any) -> Model | None:
+        """The first row's instance with `value` in the slot, or None."""
+        params = list(self.params)
+        params[self.slot] = value
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchmany(1)
+        for row in self.compiler.results_iter([rows]):
+            instance = self.model.from_db(
+                self.using, self.init_list, row[self.model_columns]
+            )
+            for populator in self.related_populators:
+                populator.populate(row, instance)
+            for name, column in self.annotation_col_map.items():
+                setattr(instance, name, row[column])
+            return instance
+        return None
+
+
+_CACHE: dict[tuple, CompiledQuery] = {}
+
+
+def compiled(name: str, using: str, build) -> CompiledQuery:
+    """The CompiledQuery `name` on database `using`, built by `build()` (a
+    CompiledQuery of a queryset on `using`) the first time it is asked for."""
+    key = (name, using, connections[using].vendor)
+    query = _CACHE.get(key)
+    if query is None:
+        query = _CACHE[key] = build()
+    return query
