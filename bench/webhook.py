@@ -14,9 +14,9 @@ HMAC-SHA256 of its own body; a Locust task computes both in Python per request.
 It runs in a subprocess (bench.load, shared with figure 1), because Locust
 monkey-patches the process with gevent. The repository of the payload is
 registered, so each delivery takes the real ack path of a delivery that will
-become a task: signature, headers, dedupe lookup, INSERT of the delivery,
-enqueue of process_delivery on commit (an OrmQ INSERT), 202. No worker runs during the
-load (workers live on other machines in production); the queued jobs are
+become a task: signature, headers, the INSERT of the delivery (its unique
+delivery id is the dedupe), enqueue of process_delivery after that commit (an
+OrmQ INSERT), 202. No worker runs during the load (workers live on other machines in production); the queued jobs are
 counted, to prove the path, and dropped. The ceiling is GET /healthz (one
 SELECT 1) under the same load on the same server.
 
