@@ -328,9 +328,17 @@ class Task(VersionedLeasedModel):
             )
         pending = getattr(self, "_pending_events", [])
         after_save = getattr(self, "_after_save", [])
+        if len(pending) == 1 and not self._state.adding:
+            # Written with the UPDATE where the database can (see
+            # update_with_event); handed back when it was not.
+            self._event_with_update = pending[0]
+            pending = []
         try:
             with transaction.atomic():
                 super().save(*args, **kwargs)
+                left = self.__dict__.pop("_event_with_update", None)
+                if left is not None:
+                    pending = [left]
                 if pending:
                     Event.objects.bulk_create(pending)
                 for callback in after_save:
@@ -339,6 +347,7 @@ class Task(VersionedLeasedModel):
             # Written, or rolled back with the refused write: either way they
             # belong to this attempt, not to the next save after a re-read.
             self._pending_events = []
+            self.__dict__.pop("_event_with_update", None)
             self._after_save = []
 
     def check_replay(self, fingerprint: str) -> Task:
