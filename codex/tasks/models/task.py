@@ -18,7 +18,7 @@ from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
 
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
-from codex.core.queue import enqueue_on_commit
+from codex.core.queue import enqueue_on_commit, enqueue_with_transaction
 from codex.events.models import Event, EventKind
 from codex.tasks.models import guards
 from codex.tasks.models.choices import (
@@ -765,11 +765,19 @@ class Task(VersionedLeasedModel):
             raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
         if reason:
             arguments["reason"] = reason
-        self.change_and_save(
-            by, lambda: method(by=by, **arguments), lease_attempts=lease_attempts
-        )
-        if self.status == Status.IN_PROGRESS:
-            enqueue_on_commit(ADVANCE_JOB, self.task_id)
+
+        def change() -> None:
+            method(by=by, **arguments)
+            if self.status == Status.IN_PROGRESS:
+                # In the transition's own transaction: with the ORM broker the
+                # next step is one more INSERT there, not a commit of its own.
+                self.on_save(
+                    lambda: enqueue_with_transaction(
+                        ADVANCE_JOB, self.task_id, using=self._state.db
+                    )
+                )
+
+        self.change_and_save(by, change, lease_attempts=lease_attempts)
         return self
 
     def request_control(
