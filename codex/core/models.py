@@ -11,6 +11,7 @@ processes and machines, not only between threads.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -613,6 +614,25 @@ def versioned_update_sql(
     return sql, params
 
 
+@functools.cache
+def _event_insert(model: type[models.Model], using: str) -> tuple[list, str]:
+    """The event model's columns and its INSERT ... SELECT ... FROM updated."""
+    connection = connections[using]
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    # Typed placeholders: a bare literal in a SELECT list is text to PostgreSQL.
+    placeholders = ", ".join(
+        f"CAST(%s AS {field.cast_db_type(connection)})" for field in fields
+    )
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"SELECT {placeholders} FROM updated RETURNING {quote(meta.pk.column)}"
+    )
+    return fields, sql
+
+
 def update_with_event(
     update: tuple[str, list], event: models.Model, using: str
 ) -> bool:
@@ -623,19 +643,8 @@ def update_with_event(
     """
     connection = connections[using]
     update_sql, update_params = update
-    meta = event._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    quote = connection.ops.quote_name
-    # Typed placeholders: a bare literal in a SELECT list is text to PostgreSQL.
-    placeholders = ", ".join(
-        f"CAST(%s AS {field.cast_db_type(connection)})" for field in fields
-    )
-    sql = (
-        f"WITH updated AS ({update_sql} RETURNING 1) "
-        f"INSERT INTO {quote(meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in fields)}) "
-        f"SELECT {placeholders} FROM updated RETURNING {quote(meta.pk.column)}"
-    )
+    fields, insert_sql = _event_insert(type(event), using)
+    sql = f"WITH updated AS ({update_sql} RETURNING 1) {insert_sql}"
     params = [
         field.get_db_prep_save(field.pre_save(event, True), connection)
         for field in fields
