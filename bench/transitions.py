@@ -3,7 +3,12 @@ write, next-step enqueue) against raw single-row UPDATEs/s on the same table.
 
 Task.perform writes a transition in one conditional UPDATE that checks the
 version read and that the lease is free, expired or the caller's (a momentary
-lease), plus the event INSERT, in one transaction.
+lease), plus the event INSERT, in one transaction. On PostgreSQL (the bench
+database) the two are one statement, a data-modifying CTE: BEGIN; WITH updated
+AS (UPDATE ... RETURNING 1) INSERT INTO events_event ... SELECT ... FROM
+updated; COMMIT. A resume also enqueues the next step: the ORM broker's INSERT
+of the job row goes in the same transaction (codex.core.queue
+enqueue_with_transaction), so a resume is still one commit.
 """
 
 from __future__ import annotations
@@ -97,9 +102,10 @@ def run(smoke: bool) -> list[dict]:
             notes=(
                 f"CaptureQueriesContext over {counted} pause/resume pairs after the "
                 "timed run; BEGIN and COMMIT count. A pause is BEGIN, one "
-                "conditional UPDATE (version + lease in its WHERE), the event "
-                "INSERT, COMMIT; a resume adds the ORM broker's INSERT of the "
-                "next step after the commit"
+                "statement (the conditional UPDATE, version + lease in its "
+                "WHERE, and the event INSERT in one data-modifying CTE), "
+                "COMMIT: 3; a resume adds the ORM broker's INSERT of the next "
+                "step, inside the same transaction: 4"
             ),
             first_queries=sample,
         ),

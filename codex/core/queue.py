@@ -2,7 +2,9 @@
 
 A job enqueued inside a transaction that later rolls back would act on rows that
 never existed; a job enqueued before commit may run before its rows are visible.
-`enqueue_on_commit` is therefore the one way the code base hands work to django-q2.
+`enqueue_on_commit` is therefore the way the code base hands work to django-q2;
+`enqueue_with_transaction` writes the job with the transaction itself when the
+broker is the same database (the ORM broker), and defers to the former otherwise.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import functools
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 
 def enqueue_on_commit(func_path: str, *args: Any, **options: Any) -> None:
@@ -56,3 +58,24 @@ def broker_after_commit() -> Any:
             return OrmQ.objects.using(Conf.ORM)
 
     return AfterCommitORM(list_key=broker.list_key)
+
+
+def enqueue_with_transaction(
+    func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS, **options: Any
+) -> None:
+    """Enqueue `func_path(*args)` as part of the current transaction on `using`.
+
+    With the ORM broker on that same database the job row is written inside
+    the transaction (a transactional outbox): it exists if and only if the
+    transaction commits, and no worker can read it before then, so it needs
+    neither an `on_commit` callback nor a commit of its own. With Redis, or
+    when jobs run inline, the enqueue waits for the commit (`enqueue_on_commit`).
+    """
+    from django_q.conf import Conf
+
+    if settings.CODEX_RUN_JOBS_INLINE or using != Conf.ORM:
+        enqueue_on_commit(func_path, *args, **options)
+        return
+    from django_q.tasks import async_task
+
+    async_task(func_path, *args, sync=False, **options)

@@ -8,6 +8,7 @@ guarantees with real concurrent threads: tests/core/test_concurrency_postgresql.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -36,12 +37,18 @@ def row(task: Task) -> dict:
     )[0]
 
 
+# PostgreSQL sends the UPDATE and the event INSERT as one statement:
+# WITH updated AS (UPDATE ... RETURNING 1) INSERT ... SELECT ... FROM updated.
+CTE = re.compile(r"^WITH updated AS \((UPDATE .*) RETURNING 1\) (INSERT .*)$", re.S)
+
+
 def statements(queries, verb: str, table: str) -> list[str]:
-    return [
-        q["sql"]
-        for q in queries
-        if q["sql"].lstrip().upper().startswith(verb) and table in q["sql"]
-    ]
+    parts = []
+    for q in queries:
+        sql = q["sql"].lstrip()
+        match = CTE.match(sql)
+        parts.extend(match.groups() if match else [sql])
+    return [sql for sql in parts if sql.upper().startswith(verb) and table in sql]
 
 
 def transitions(task: Task):
@@ -60,6 +67,34 @@ def test_a_transition_is_one_update_of_the_task_and_one_event_insert():
     assert "lease_holder" in updates[0].split("WHERE", 1)[1]
     assert len(statements(queries, "INSERT", "events_event")) == 1
     assert not [q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+
+
+def test_a_pause_is_one_statement_in_its_transaction_on_postgresql():
+    task = in_progress()
+    with CaptureQueriesContext(connection) as queries:
+        task.perform("pause", by="user:alice")
+    # The test's own transaction turns BEGIN and COMMIT into a savepoint.
+    sent = [q["sql"].lstrip().split()[0].upper() for q in queries]
+    if connection.vendor == "postgresql":
+        assert sent == ["SAVEPOINT", "WITH", "RELEASE"]
+        assert CTE.match(queries[1]["sql"])
+    else:
+        assert sent == ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE"]
+    [event] = transitions(task)
+    assert event.pk is not None and (event.source, event.target) == (
+        "in_progress",
+        "paused",
+    )
+
+
+def test_a_stale_copy_writes_no_event_with_its_refused_update():
+    task = in_progress()
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("pause", by="user:alice")
+    with pytest.raises(VersionConflict):
+        stale.perform("cancel", by="user:bob")
+    assert list(transitions(task).values_list("target", flat=True)) == ["paused"]
+    assert row(task)["status"] == "paused"
 
 
 def test_only_changed_columns_are_written():

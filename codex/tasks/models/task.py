@@ -18,7 +18,7 @@ from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
 
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
-from codex.core.queue import enqueue_on_commit
+from codex.core.queue import enqueue_on_commit, enqueue_with_transaction
 from codex.events.models import Event, EventKind
 from codex.tasks.models import guards
 from codex.tasks.models.choices import (
@@ -328,9 +328,17 @@ class Task(VersionedLeasedModel):
             )
         pending = getattr(self, "_pending_events", [])
         after_save = getattr(self, "_after_save", [])
+        if len(pending) == 1 and not self._state.adding:
+            # Written with the UPDATE where the database can (see
+            # update_with_event); handed back when it was not.
+            self._event_with_update = pending[0]
+            pending = []
         try:
             with transaction.atomic():
                 super().save(*args, **kwargs)
+                left = self.__dict__.pop("_event_with_update", None)
+                if left is not None:
+                    pending = [left]
                 if pending:
                     Event.objects.bulk_create(pending)
                 for callback in after_save:
@@ -339,6 +347,7 @@ class Task(VersionedLeasedModel):
             # Written, or rolled back with the refused write: either way they
             # belong to this attempt, not to the next save after a re-read.
             self._pending_events = []
+            self.__dict__.pop("_event_with_update", None)
             self._after_save = []
 
     def check_replay(self, fingerprint: str) -> Task:
@@ -756,11 +765,19 @@ class Task(VersionedLeasedModel):
             raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
         if reason:
             arguments["reason"] = reason
-        self.change_and_save(
-            by, lambda: method(by=by, **arguments), lease_attempts=lease_attempts
-        )
-        if self.status == Status.IN_PROGRESS:
-            enqueue_on_commit(ADVANCE_JOB, self.task_id)
+
+        def change() -> None:
+            method(by=by, **arguments)
+            if self.status == Status.IN_PROGRESS:
+                # In the transition's own transaction: with the ORM broker the
+                # next step is one more INSERT there, not a commit of its own.
+                self.on_save(
+                    lambda: enqueue_with_transaction(
+                        ADVANCE_JOB, self.task_id, using=self._state.db
+                    )
+                )
+
+        self.change_and_save(by, change, lease_attempts=lease_attempts)
         return self
 
     def request_control(

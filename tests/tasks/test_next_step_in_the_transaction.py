@@ -1,0 +1,107 @@
+"""Task.perform enqueues the next step in the transition's own transaction when
+the broker is the ORM broker on the same database (a transactional outbox): the
+job row exists if and only if the transition committed. With Redis, or when jobs
+run inline, the enqueue still waits for the commit."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django_q.conf import Conf
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+
+from codex.core.models import VersionConflict
+from codex.tasks.models import Task
+from tests.factories import make_task, put_in_state
+
+pytestmark = pytest.mark.django_db
+
+ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+
+
+def paused() -> Task:
+    return put_in_state(make_task(), status="paused", phase="planning")
+
+
+def jobs() -> list[tuple[str, tuple]]:
+    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
+    return [(p["func"], tuple(p["args"])) for p in packages]
+
+
+def test_the_job_row_is_written_inside_the_transition_transaction(
+    django_capture_on_commit_callbacks,
+):
+    task = paused()
+    OrmQ.objects.all().delete()
+    with (
+        django_capture_on_commit_callbacks() as callbacks,
+        CaptureQueriesContext(connection) as queries,
+    ):
+        task.perform("resume", by="user:alice")
+    assert callbacks == []
+    assert jobs() == [(ADVANCE_JOB, (task.task_id,))]
+    sent = [q["sql"].lstrip().split()[0].upper() for q in queries]
+    # Between the savepoint standing in for BEGIN and its release.
+    assert sent[0] == "SAVEPOINT" and sent[-1] == "RELEASE"
+    assert any("django_q_ormq" in q["sql"] for q in queries.captured_queries[1:-1])
+
+
+def test_a_refused_transition_leaves_no_job():
+    task = paused()
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("cancel", by="user:alice")
+    OrmQ.objects.all().delete()
+    with pytest.raises(VersionConflict):
+        stale.perform("resume", by="user:bob")
+    assert jobs() == []
+
+
+def test_a_rolled_back_transition_leaves_no_job():
+    task = paused()
+    OrmQ.objects.all().delete()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        task.perform("resume", by="user:alice")
+        assert jobs() == [(ADVANCE_JOB, (task.task_id,))]  # not yet committed
+        raise RuntimeError("the caller's transaction fails later")
+    assert jobs() == []
+    assert Task.objects.get(pk=task.pk).status == "paused"
+
+
+def test_a_pause_enqueues_nothing():
+    task = put_in_state(make_task(), status="in_progress", phase="planning")
+    OrmQ.objects.all().delete()
+    task.perform("pause", by="user:alice")
+    assert jobs() == []
+
+
+def test_with_another_broker_the_enqueue_waits_for_the_commit(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(Conf, "ORM", None)  # e.g. Redis
+    sent = []
+    monkeypatch.setattr(
+        "django_q.tasks.async_task", lambda *a, **k: sent.append((a, k))
+    )
+    task = paused()
+    with django_capture_on_commit_callbacks() as callbacks:
+        task.perform("resume", by="user:alice")
+        assert sent == []
+    assert len(callbacks) == 1
+    callbacks[0]()
+    assert sent == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+
+
+def test_inline_jobs_wait_for_the_commit(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.CODEX_RUN_JOBS_INLINE = True
+    sent = []
+    monkeypatch.setattr(
+        "django_q.tasks.async_task", lambda *a, **k: sent.append((a, k))
+    )
+    task = paused()
+    with django_capture_on_commit_callbacks() as callbacks:
+        task.perform("resume", by="user:alice")
+    assert sent == [] and len(callbacks) == 1
