@@ -1,10 +1,11 @@
-"""Enqueueing worker jobs: always by id, always after the transaction commits.
+"""Enqueueing worker jobs: always by id, never visible before the transaction commits.
 
 A job enqueued inside a transaction that later rolls back would act on rows that
 never existed; a job enqueued before commit may run before its rows are visible.
 `enqueue_on_commit` is therefore the way the code base hands work to django-q2;
 `enqueue_with_transaction` writes the job with the transaction itself when the
-broker is the same database (the ORM broker), and defers to the former otherwise.
+broker is the same database (the ORM broker), and defers to the former otherwise;
+`broker_after_commit` is a cheaper ORM broker for a hot on-commit enqueue.
 """
 
 from __future__ import annotations
