@@ -16,8 +16,9 @@ monkey-patches the process with gevent. The repository of the payload is
 registered, so each delivery takes the real ack path of a delivery that will
 become a task: signature, headers, the INSERT of the delivery (its unique
 delivery id is the dedupe), enqueue of process_delivery after that commit (an
-OrmQ INSERT), 202. No worker runs during the load (workers live on other machines in production); the queued jobs are
-counted, to prove the path, and dropped. The ceiling is GET /healthz (one
+OrmQ INSERT), 202. No worker runs during the load (workers live on other
+machines in production); the queued jobs are counted, to prove the path, and
+dropped. The ceiling is GET /healthz (one
 SELECT 1) under the same load on the same server.
 
 First model request (`webhook_to_first_model_request_p50_ms`): a live
