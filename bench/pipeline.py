@@ -238,7 +238,7 @@ def _describe(r: dict) -> str:
         f"{r['workers']}w: {r['completed']}/{r['tasks']} completed in "
         f"{r['makespan']:.1f} s ({r['statuses']}), {r['model_requests']} model "
         f"requests; mean step s: {phases}; cluster CPU "
-        f"{r['cpu_seconds_per_task']:.1f} s/task; PostgreSQL "
+        f"{r['cpu_seconds_per_task']:.2f} s/task; PostgreSQL "
         f"{r['db_commits_per_task']:.0f} commits and "
         f"{r['db_writes_per_task']:.0f} row writes per task (commits include "
         "the broker's and this bench's polling); machine busy "
