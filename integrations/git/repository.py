@@ -604,10 +604,28 @@ def _pull_rebase(
 # -- merges (the local forge) -------------------------------------------------
 
 
+SCRATCH_PREFIX = "codex-merge-"
+
+
+def _drop_stale_scratch(repo: Path) -> None:
+    """Remove the scratch worktrees a merge killed mid-way left registered in
+    `repo` (the lock is held, so none is in use). One killed while git was
+    adding it has a HEAD naming no commit, and with it registered every later
+    push to the repository fails ("bad object worktrees/.../HEAD")."""
+    stale = [p for p in _worktrees(repo) if p.name.startswith(SCRATCH_PREFIX)]
+    for path in stale:
+        git(["worktree", "remove", "--force", "--force", str(path)], repo, check=False)
+        shutil.rmtree(path, ignore_errors=True)
+    if stale:
+        git(["worktree", "prune"], repo, check=False)
+
+
 @contextlib.contextmanager
 def _scratch_worktree(repo: Path, start: str) -> Iterator[Path]:
-    """A detached worktree of `repo` at `start`, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="codex-merge-"))
+    """A detached worktree of `repo` at `start`, removed afterwards. Call
+    with the repository's lock held."""
+    _drop_stale_scratch(repo)
+    folder = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         run_git(["worktree", "add", "--quiet", "--detach", str(folder), start], repo)
         yield folder

@@ -306,3 +306,27 @@ def test_fast_forward_moves_up_to_a_push_on_top_only(
     ensure_mirror(repository, str(remote), {})
     assert fast_forward(worktree, BRANCH) == local
     assert ours != theirs != local
+
+
+def test_a_merge_killed_mid_way_does_not_break_later_pushes(remote, tmp_path):
+    """A scratch worktree left in the bare repository with a half-written
+    HEAD (its process killed while git added it) made every later push fail;
+    the next merge removes it first."""
+    from integrations.git import merge_into
+
+    other = clone(remote, tmp_path / "other", "main")
+    run_git(["checkout", "--quiet", "-b", "feature"], other)
+    head = commit_file(other, "f.txt", "f\n", "feature")
+    run_git(["push", "--quiet", "origin", "feature"], other)
+    scratch = tmp_path / "codex-merge-left"
+    run_git(["worktree", "add", "--quiet", "--detach", str(scratch), "main"], remote)
+    admin = next((remote / "worktrees").iterdir())
+    (admin / "HEAD").write_text("0" * 40 + "\n")
+    commit_file(other, "g.txt", "g\n", "more")
+    with pytest.raises(ClassifiedFailure):
+        run_git(["push", "--quiet", "origin", "feature"], other)
+
+    merged = merge_into(remote, base="main", head=head, message="Merge feature")
+    assert branch_sha(remote, "main") == merged
+    assert not scratch.exists()
+    run_git(["push", "--quiet", "origin", "feature"], other)
