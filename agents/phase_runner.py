@@ -117,12 +117,18 @@ def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
 
 
 def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:
-    documents = {}
-    for name in names:
-        artifact = task.artifacts.filter(name=name).order_by("-created_at").first()
-        if artifact is not None:
-            documents[name] = artifact.content
-    return documents
+    """The newest content of each named artifact the task has, in one query
+    (a document is stored again only when a phase is redone, so older
+    versions are few)."""
+    if not names:
+        return {}
+    documents: dict[str, str] = {}
+    newest_first = task.artifacts.filter(name__in=names).order_by(
+        "name", "-created_at", "-id"
+    )
+    for name, content in newest_first.values_list("name", "content"):
+        documents.setdefault(name, content)
+    return {name: documents[name] for name in names if name in documents}
 
 
 def latest_feedback(task: Task) -> str:
@@ -146,7 +152,9 @@ class AgentPhaseRunner:
 
     def run(self, task: Task) -> PhaseResult:
         role = role_for(task.phase)
-        spent = TaskBudget.of(task).exhausted()
+        # Read once: nothing charges the task before the run starts.
+        task_budget = TaskBudget.of(task)
+        spent = task_budget.exhausted()
         if spent:
             # The task's runs used up its budget: a person raises it or stops.
             return PhaseResult.escalate(spent, code=BUDGET_ESCALATION_CODE)
@@ -163,7 +171,7 @@ class AgentPhaseRunner:
                 branch=branch_name(task.task_id),
                 system_prompt=role.system_prompt,
             )
-            result = self._run(task, role, client)
+            result = self._run(task, role, client, task_budget)
         finally:
             client.close()
         end_phase_instance(instance, task, result)
@@ -171,7 +179,16 @@ class AgentPhaseRunner:
 
     # -- the step -----------------------------------------------------------
 
-    def _run(self, task: Task, role: Role, client: Any) -> PhaseResult:
+    def _run(
+        self,
+        task: Task,
+        role: Role,
+        client: Any,
+        task_budget: TaskBudget | None = None,
+    ) -> PhaseResult:
+        """The step's work; `task_budget` is what `run` read (else read here)."""
+        if task_budget is None:
+            task_budget = TaskBudget.of(task)
         repository = task.repository
         forge = get_forge(repository)
         branch = branch_name(task.task_id)
@@ -195,11 +212,12 @@ class AgentPhaseRunner:
                 return PhaseResult.escalate(unrunnable)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
-        elif role.phase == "implementation":
-            extra = self._committed_tasks(task, worktree, context)
+        documents = latest_documents(task, DOCUMENTS[role.phase])
+        if role.phase == "implementation":
+            extra = self._committed_tasks(task, worktree, context, documents)
         prompt = task_prompt(
             task,
-            documents=latest_documents(task, DOCUMENTS[role.phase]),
+            documents=documents,
             instructions=f"{extra}\n\n{role.instructions}".strip(),
         )
         feedback = latest_feedback(task) if role.phase == "implementation" else ""
@@ -219,7 +237,7 @@ class AgentPhaseRunner:
                 *domain_tools(context),
                 *self._role_tools(task, role, worktree, context),
             ],
-            budget=TaskBudget.of(task).apply(Budget.from_settings()),
+            budget=task_budget.apply(Budget.from_settings()),
             on_tool=lambda record: self._record_tool(task, role, record),
         )
         context.charge(outcome.metrics)  # answers to questions between roles
@@ -343,10 +361,12 @@ class AgentPhaseRunner:
     # -- implementation -----------------------------------------------------
 
     @staticmethod
-    def _committed_tasks(task: Task, worktree: Path, context: RoleContext) -> str:
+    def _committed_tasks(
+        task: Task, worktree: Path, context: RoleContext, documents: dict[str, str]
+    ) -> str:
         """The tasks.md items already committed on the branch (their
         `Codex-Step` trailers), for the developer's prompt and tool."""
-        tasks_md = latest_documents(task, ("tasks.md",)).get("tasks.md", "")
+        tasks_md = documents.get("tasks.md", "")
         items = developer.task_items(tasks_md)
         committed = committed_steps(
             worktree, f"origin/{task.repository.default_branch}", task.task_id

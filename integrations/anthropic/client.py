@@ -17,6 +17,8 @@ the step after the delay instead of sleeping.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -43,6 +45,9 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_TIMEOUT_SECONDS = 300
 DEFAULT_MAX_TOKENS = 8192
 MAX_RETRIES_CAP = 1
+# SDK clients kept per process (_shared_sdk); past this many distinct
+# configurations (rotated keys, tests changing settings) the cache starts over.
+SHARED_SDK_LIMIT = 8
 
 PER_MILLION = Decimal(1_000_000)
 
@@ -285,6 +290,47 @@ def model_for(role: str | None = None) -> str:
     return str(getattr(settings, "CODEX_MODEL", None) or DEFAULT_MODEL)
 
 
+def _new_sdk(
+    api_key: str,
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    http_client: Any = None,
+) -> anthropic.Anthropic:
+    # api_key is always explicit: the SDK would otherwise read profiles and
+    # federation files from the worker's disk and environment.
+    return anthropic.Anthropic(
+        api_key=api_key,
+        base_url=base_url or None,
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=http_client,
+    )
+
+
+_shared: dict[tuple, anthropic.Anthropic] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_sdk(
+    api_key: str, base_url: str | None, timeout: float, max_retries: int
+) -> anthropic.Anthropic:
+    """One SDK client per process and configuration. Building one builds an
+    httpx client and its TLS context (loading the CA bundle: ~30 ms of CPU),
+    which a worker would otherwise pay on every step; a shared one also keeps
+    its connections to the API alive between steps. Keyed by the process id
+    as well: a forked worker must not use its parent's connections."""
+    key = (os.getpid(), api_key, base_url or None, timeout, max_retries)
+    with _shared_lock:
+        sdk = _shared.get(key)
+        if sdk is None:
+            if len(_shared) >= SHARED_SDK_LIMIT:
+                # Not closed: a client handed out earlier may still be sending.
+                _shared.clear()
+            sdk = _shared[key] = _new_sdk(api_key, base_url, timeout, max_retries)
+        return sdk
+
+
 class ModelClient:
     """A configured Messages API client. `send` is the one call."""
 
@@ -305,15 +351,17 @@ class ModelClient:
             )
         self.model = model
         self.prices = dict(prices) if prices is not None else price_table()
-        # api_key is always explicit: the SDK would otherwise read profiles and
-        # federation files from the worker's disk and environment.
-        self._sdk = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=base_url or None,
-            timeout=float(timeout),
-            max_retries=max(0, min(int(max_retries), MAX_RETRIES_CAP)),
-            http_client=http_client,
-        )
+        retries = max(0, min(int(max_retries), MAX_RETRIES_CAP))
+        # A caller's own http_client (a test's mock transport) gets an SDK
+        # client of its own, which close() closes; otherwise the process's
+        # shared one for these settings, which stays open.
+        self._owns_sdk = http_client is not None
+        if self._owns_sdk:
+            self._sdk = _new_sdk(
+                api_key, base_url, float(timeout), retries, http_client
+            )
+        else:
+            self._sdk = _shared_sdk(api_key, base_url, float(timeout), retries)
 
     @property
     def max_retries(self) -> int:
@@ -324,7 +372,10 @@ class ModelClient:
         return str(self._sdk.base_url)
 
     def close(self) -> None:
-        self._sdk.close()
+        """Release the SDK client if it is this client's own (the shared one
+        stays open for the next step of this process)."""
+        if self._owns_sdk:
+            self._sdk.close()
 
     def send(
         self,

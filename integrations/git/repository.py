@@ -160,15 +160,29 @@ def ensure_mirror(
         raise ValueError("the remote URL must not contain credentials")
     mirror = mirror_path(repository)
     with locked(mirror):
-        if not _is_repository(mirror):
+        existed = _is_repository(mirror)
+        if not existed:
             run_git(["init", "--bare", "--quiet", str(mirror)], mirror.parent)
-        current = git(["config", "--get", "remote.origin.url"], mirror, check=False)
-        if current.returncode != 0:
-            run_git(["remote", "add", "origin", remote_url], mirror)
-        elif current.stdout.strip() != remote_url:
-            run_git(["remote", "set-url", "origin", remote_url], mirror)
+        # Only Codex configures its mirrors: a remote this process set or
+        # checked is still right, so a step does not ask git again.
+        if not existed or _remotes_checked.get(mirror) != remote_url:
+            _remotes_checked.pop(mirror, None)
+            _set_remote(mirror, remote_url)
+            _remotes_checked[mirror] = remote_url
         run_git(["fetch", "--prune", "--quiet", "origin"], mirror, env)
     return mirror
+
+
+# mirror → the origin URL this process set or found there (ensure_mirror).
+_remotes_checked: dict[Path, str] = {}
+
+
+def _set_remote(mirror: Path, remote_url: str) -> None:
+    current = git(["config", "--get", "remote.origin.url"], mirror, check=False)
+    if current.returncode != 0:
+        run_git(["remote", "add", "origin", remote_url], mirror)
+    elif current.stdout.strip() != remote_url:
+        run_git(["remote", "set-url", "origin", remote_url], mirror)
 
 
 def _is_repository(folder: Path) -> bool:
@@ -209,6 +223,8 @@ def add_worktree(
     mirror = Path(mirror).absolute()
     target = Path(path).absolute()
     with locked(mirror):
+        if _checked_out_branch(mirror, target) == branch:
+            return target  # every step after the first: no git needed
         # Entries whose folder was deleted would block the path and the branch.
         run_git(["worktree", "prune"], mirror)
         existing = _worktrees(mirror)
@@ -238,6 +254,34 @@ def add_worktree(
             mirror,
         )
     return target
+
+
+def _checked_out_branch(mirror: Path, target: Path) -> str | None:
+    """The branch checked out in `target` when it is a registered worktree of
+    `mirror`, read from git's administrative files (its `.git` link, the
+    mirror's worktrees/<name>/gitdir pointing back at it, and that folder's
+    HEAD) without starting git. None when any of that is missing or does not
+    match, or HEAD is detached: the caller then asks git."""
+    link = target / ".git"
+    try:
+        pointer = link.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir: "):
+        return None
+    admin = (target / pointer.removeprefix("gitdir: ")).resolve()
+    if admin.parent != (mirror / "worktrees").resolve():
+        return None
+    try:
+        back = (admin / "gitdir").read_text(encoding="utf-8").strip()
+        head = (admin / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if (admin / back).resolve() != link.resolve():
+        return None
+    if not head.startswith("ref: refs/heads/"):
+        return None
+    return head.removeprefix("ref: refs/heads/")
 
 
 def _set_aside(target: Path) -> Path:
@@ -280,8 +324,7 @@ def fast_forward(worktree: str | os.PathLike[str], branch: str) -> str:
     or a worktree git cannot fast-forward (files in the way), are left as
     they are: the next push rebases them. Returns the worktree's HEAD."""
     require_worktree(worktree)
-    current = head_sha(worktree)
-    remote = ref_sha(worktree, f"refs/remotes/origin/{branch}")
+    current, remote = _head_and_ref(worktree, f"refs/remotes/origin/{branch}")
     if remote is None or remote == current:
         return current
     behind = git(
@@ -295,6 +338,19 @@ def fast_forward(worktree: str | os.PathLike[str], branch: str) -> str:
             "could not fast-forward %s to origin/%s: %s", worktree, branch, moved.stderr
         )
     return head_sha(worktree)
+
+
+def _head_and_ref(worktree: str | os.PathLike[str], ref: str) -> tuple[str, str | None]:
+    """The worktree's HEAD commit and the commit full ref name `ref` points
+    at (None when there is no such ref), with one git process."""
+    listing = git(["show-ref", "--head", ref], worktree, check=False)
+    found: dict[str, str] = {}
+    for line in listing.stdout.splitlines():
+        sha, _, name = line.partition(" ")
+        found[name] = sha  # a pattern also matches longer names: exact ones only
+    if listing.returncode != 0 or "HEAD" not in found:
+        return head_sha(worktree), ref_sha(worktree, ref)
+    return found["HEAD"], found.get(ref)
 
 
 def _resolve_base(mirror: Path, base: str) -> str:
@@ -548,10 +604,28 @@ def _pull_rebase(
 # -- merges (the local forge) -------------------------------------------------
 
 
+SCRATCH_PREFIX = "codex-merge-"
+
+
+def _drop_stale_scratch(repo: Path) -> None:
+    """Remove the scratch worktrees a merge killed mid-way left registered in
+    `repo` (the lock is held, so none is in use). One killed while git was
+    adding it has a HEAD naming no commit, and with it registered every later
+    push to the repository fails ("bad object worktrees/.../HEAD")."""
+    stale = [p for p in _worktrees(repo) if p.name.startswith(SCRATCH_PREFIX)]
+    for path in stale:
+        git(["worktree", "remove", "--force", "--force", str(path)], repo, check=False)
+        shutil.rmtree(path, ignore_errors=True)
+    if stale:
+        git(["worktree", "prune"], repo, check=False)
+
+
 @contextlib.contextmanager
 def _scratch_worktree(repo: Path, start: str) -> Iterator[Path]:
-    """A detached worktree of `repo` at `start`, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="codex-merge-"))
+    """A detached worktree of `repo` at `start`, removed afterwards. Call
+    with the repository's lock held."""
+    _drop_stale_scratch(repo)
+    folder = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         run_git(["worktree", "add", "--quiet", "--detach", str(folder), start], repo)
         yield folder

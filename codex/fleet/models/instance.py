@@ -51,6 +51,11 @@ class ParallelLimitReached(ValueError):
     """A sixth coding instance was asked for while five are not terminated."""
 
 
+# How many agent numbers `start` tries before giving up (each lost race takes
+# the next free one).
+ALLOCATION_TRIES = 25
+
+
 def new_instance_id(type: str, issue_number: int | None, agent_number: int) -> str:
     """The id spec 004 prescribes: work-<issue>-a<n>, review-<issue>-a<n>,
     planning-a<n>. Work without a GitHub issue (a task from the web form or the
@@ -155,7 +160,10 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         is locked while counting, so two workers cannot both take the fifth
         place.
         """
-        for _ in range(5):
+        # Planning instances (and work without an issue) share one numbering per
+        # repository: with many tasks starting at once on 8 workers, 5 tries
+        # ran out (a task blocked on "could not allocate a free agent number").
+        for _ in range(ALLOCATION_TRIES):
             taken = self.filter(
                 repository=repository, type=type, issue_number=issue_number
             ).aggregate(highest=Max("agent_number"))["highest"]

@@ -212,3 +212,31 @@ def test_cost_arithmetic():
     price = Price.from_base("3", "15")
     cost = cost_of(Usage(1_000_000, 1_000_000, 1_000_000, 1_000_000), price)
     assert cost == Decimal("3") + Decimal("15") + Decimal("3.75") + Decimal("0.3")
+
+
+@pytest.mark.django_db
+def test_a_process_builds_one_sdk_client_per_configuration(stub, settings):
+    settings.CODEX_CREDENTIALS = {"claude": ["sk-shared"]}
+    settings.ANTHROPIC_BASE_URL = stub.url
+    first = model_client(role="planner")
+    first.close()  # a worker's step ends: the shared client stays usable
+    second = model_client(role="developer")
+    assert second._sdk is first._sdk
+    stub.add(message("still open"))
+    assert _send(second).text == "still open"
+
+    settings.CODEX_MODEL_TIMEOUT_SECONDS = 7
+    assert model_client()._sdk is not first._sdk
+    settings.CODEX_CREDENTIALS = {"claude": ["sk-rotated"]}
+    rotated = model_client()
+    stub.add(message("ok"))
+    _send(rotated)
+    assert stub.requests[-1].headers["authorization"] == "Bearer sk-rotated"
+
+
+def test_a_callers_http_client_is_its_own_and_closed_with_it():
+    http = httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(500)))
+    client = ModelClient(api_key="k", base_url="http://model.invalid", http_client=http)
+    assert client._sdk is not ModelClient(api_key="k")._sdk
+    client.close()
+    assert http.is_closed

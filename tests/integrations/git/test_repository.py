@@ -14,6 +14,7 @@ from integrations.git import (
     branch_sha,
     commit_all,
     ensure_mirror,
+    fast_forward,
     head_sha,
     mirror_path,
     prune_all_mirrors,
@@ -230,3 +231,102 @@ def test_prune_all_mirrors(mirror, worktree, tmp_path, settings):
     listing = run_git(["worktree", "list", "--porcelain"], mirror)
     assert f"worktree {worktree}" not in listing
     assert prune_all_mirrors(tmp_path / "missing") == []
+
+
+@pytest.fixture
+def git_commands(monkeypatch):
+    """The git subcommands started from here on, in order."""
+    import subprocess
+
+    from integrations.git import runner
+
+    started: list[str] = []
+    real = subprocess.Popen
+
+    def popen(args, *rest, **kwargs):
+        started.append(runner._verb(args[1:]))
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    return started
+
+
+def test_a_later_step_reuses_the_mirror_and_worktree_with_fewer_gits(
+    remote, mirror, worktree, git_commands
+):
+    """What every step after the first starts: the fetch and, for the
+    fast-forward check, one show-ref; no remote config, prune or listing."""
+    assert ensure_mirror(repo_for(remote), str(remote), {}) == mirror
+    assert add_worktree(mirror, worktree, BRANCH, "main") == worktree
+    assert fast_forward(worktree, BRANCH) == head_sha(worktree)
+    assert git_commands == ["fetch", "show-ref", "rev-parse"]
+
+
+def test_a_worktree_on_another_branch_or_detached_still_asks_git(
+    mirror, worktree, git_commands
+):
+    with pytest.raises(ClassifiedFailure):
+        add_worktree(mirror, worktree, "codex/other", "main")
+    assert git_commands[:2] == ["worktree", "worktree"]  # prune, list
+    git_commands.clear()
+    run_git(["checkout", "--quiet", "--detach"], worktree)
+    with pytest.raises(ClassifiedFailure):
+        add_worktree(mirror, worktree, BRANCH, "main")
+    assert "worktree" in git_commands
+
+
+def test_a_changed_remote_url_is_set_again(remote, mirror, tmp_path):
+    repository = repo_for(remote)
+    moved = tmp_path / "moved.git"
+    run_git(["clone", "--quiet", "--bare", str(remote), str(moved)], tmp_path)
+    ensure_mirror(repository, str(moved), {})
+    url = run_git(["config", "--get", "remote.origin.url"], mirror).strip()
+    assert url == str(moved)
+
+
+def test_fast_forward_moves_up_to_a_push_on_top_only(
+    remote, mirror, worktree, tmp_path
+):
+    repository = repo_for(remote)
+    # No remote branch yet: nothing to do.
+    assert fast_forward(worktree, BRANCH) == head_sha(worktree)
+    (worktree / "a.txt").write_text("a\n")
+    ours = commit_all(worktree, "ours", TASK)
+    push(worktree, BRANCH, {})
+    other = clone(remote, tmp_path / "other", BRANCH)
+    theirs = commit_file(other, "b.txt", "b\n", "on top of ours")
+    run_git(["push", "--quiet", "origin", BRANCH], other)
+    ensure_mirror(repository, str(remote), {})
+    assert fast_forward(worktree, BRANCH) == theirs
+    assert head_sha(worktree) == theirs
+
+    # A local commit the remote lacks stays where it is.
+    (worktree / "c.txt").write_text("c\n")
+    local = commit_all(worktree, "local only", TASK)
+    ensure_mirror(repository, str(remote), {})
+    assert fast_forward(worktree, BRANCH) == local
+    assert ours != theirs != local
+
+
+def test_a_merge_killed_mid_way_does_not_break_later_pushes(remote, tmp_path):
+    """A scratch worktree left in the bare repository with a half-written
+    HEAD (its process killed while git added it) made every later push fail;
+    the next merge removes it first."""
+    from integrations.git import merge_into
+
+    other = clone(remote, tmp_path / "other", "main")
+    run_git(["checkout", "--quiet", "-b", "feature"], other)
+    head = commit_file(other, "f.txt", "f\n", "feature")
+    run_git(["push", "--quiet", "origin", "feature"], other)
+    scratch = tmp_path / "codex-merge-left"
+    run_git(["worktree", "add", "--quiet", "--detach", str(scratch), "main"], remote)
+    admin = next((remote / "worktrees").iterdir())
+    (admin / "HEAD").write_text("0" * 40 + "\n")
+    commit_file(other, "g.txt", "g\n", "more")
+    with pytest.raises(ClassifiedFailure):
+        run_git(["push", "--quiet", "origin", "feature"], other)
+
+    merged = merge_into(remote, base="main", head=head, message="Merge feature")
+    assert branch_sha(remote, "main") == merged
+    assert not scratch.exists()
+    run_git(["push", "--quiet", "origin", "feature"], other)
