@@ -8,7 +8,7 @@ CODEX_BENCH_DB / CODEX_BENCH_PG to change it), migrates it, measures, and drops 
 Figures 3 and 4 (webhook, pipeline) start gunicorn, a Locust load generator and
 live `manage.py qcluster` workers on it, with the model stub on loopback; their
 jobs and schedules are dropped before a cluster starts, so nothing leaves the
-machine. CODEX_BENCH_PIPELINE_PLAN ("1:2,2:4,4:8,8:16", workers:tasks) changes
+machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks) changes
 the pipeline's plan.
 """
 
