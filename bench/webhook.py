@@ -56,7 +56,6 @@ import uuid
 from pathlib import Path
 
 from bench.common import (
-    ROOT,
     bare_repository,
     bench_env,
     figure,
@@ -78,21 +77,13 @@ LABEL = "codex"
 PATH = "/api/webhooks/github/"
 ISSUE_SENTINEL = 987654321  # replaced per request by the load generator
 PACED_RATE = 25.0  # deliveries/s of the paced run, well below saturation
-_FIXTURES = [
-    ROOT.parent / "shared" / "fixtures" / "github-webhooks",
-    Path("/work/shared/fixtures/github-webhooks"),
-]
 
 
 def fixture_payload() -> dict:
     """The real `issues` labeled payload, labelled with the trigger label."""
-    for folder in _FIXTURES:
-        path = folder / "issues" / "labeled.payload.json"
-        if path.exists():
-            payload = json.loads(path.read_text())
-            break
-    else:
-        raise FileNotFoundError("shared/fixtures/github-webhooks not found")
+    from tests.webhook_fixtures import WEBHOOKS
+
+    payload = json.loads((WEBHOOKS / "issues" / "labeled.payload.json").read_text())
     label = copy.deepcopy(payload["label"])
     label["name"] = LABEL
     payload["label"] = label

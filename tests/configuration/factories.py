@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 
 from cryptography.fernet import Fernet
-from django.conf import settings
 
 from codex.configuration.models import Setting
+from tests.webhook_fixtures import WEBHOOKS
 
 KEY_A = Fernet.generate_key().decode()
 KEY_B = Fernet.generate_key().decode()
-# DESIGN.md: "../shared/fixtures/github-webhooks/ holds real webhook payloads".
-WEBHOOKS = settings.BASE_DIR.parent / "shared" / "fixtures" / "github-webhooks"
 TOKEN = "ghp_s3cretTokenValue1234567890abcd"
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 
 from codex.webhooks.signature import sign
+from tests.webhook_fixtures import WEBHOOKS
 from tests.webhooks.fake_forge import FakeForge
 
 SECRET = "test-webhook-secret"
 URL = "/api/webhooks/github/"
-FIXTURES = Path("/work/shared/fixtures/github-webhooks")
+FIXTURES = WEBHOOKS
 HELLO_WORLD = "https://github.com/Codertocat/Hello-World"
 _deliveries = itertools.count(1)
 

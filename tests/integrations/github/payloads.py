@@ -13,9 +13,8 @@ import json
 from functools import cache
 from typing import Any
 
-from django.conf import settings
+from tests.webhook_fixtures import WEBHOOKS
 
-WEBHOOKS = settings.BASE_DIR.parent / "shared" / "fixtures" / "github-webhooks"
 FULL_NAME = "Codertocat/Hello-World"
 REPO_URL = f"https://github.com/{FULL_NAME}"
 API = "https://api.github.com:443"
