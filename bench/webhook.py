@@ -81,7 +81,7 @@ PACED_RATE = 25.0  # deliveries/s of the paced run, well below saturation
 
 def fixture_payload() -> dict:
     """The real `issues` labeled payload, labelled with the trigger label."""
-    from tests.webhook_fixtures import WEBHOOKS
+    from tests.shared_folder import WEBHOOKS
 
     payload = json.loads((WEBHOOKS / "issues" / "labeled.payload.json").read_text())
     label = copy.deepcopy(payload["label"])

@@ -7,7 +7,7 @@ import json
 from cryptography.fernet import Fernet
 
 from codex.configuration.models import Setting
-from tests.webhook_fixtures import WEBHOOKS
+from tests.shared_folder import WEBHOOKS
 
 KEY_A = Fernet.generate_key().decode()
 KEY_B = Fernet.generate_key().decode()

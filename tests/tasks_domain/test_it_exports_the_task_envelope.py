@@ -4,7 +4,6 @@ nesting. The expected structure is read from the spec's own example."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,8 +11,9 @@ import yaml
 from codex.tasks.exports import task_envelope, task_envelope_yaml
 from codex.tasks.jobs import advance_task
 from tests.factories import make_task
+from tests.shared_folder import SPECS
 
-SPEC = Path(__file__).resolve().parents[3] / "shared/spec/002_f820255783d87a62.txt"
+SPEC = SPECS / "002_f820255783d87a62.txt"
 
 pytestmark = pytest.mark.django_db
 

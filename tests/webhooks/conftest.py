@@ -9,7 +9,7 @@ import json
 import pytest
 
 from codex.webhooks.signature import sign
-from tests.webhook_fixtures import WEBHOOKS
+from tests.shared_folder import WEBHOOKS
 from tests.webhooks.fake_forge import FakeForge
 
 SECRET = "test-webhook-secret"

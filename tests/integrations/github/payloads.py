@@ -13,7 +13,7 @@ import json
 from functools import cache
 from typing import Any
 
-from tests.webhook_fixtures import WEBHOOKS
+from tests.shared_folder import WEBHOOKS
 
 FULL_NAME = "Codertocat/Hello-World"
 REPO_URL = f"https://github.com/{FULL_NAME}"
