@@ -277,8 +277,15 @@ class VersionedLeasedModel(models.Model):
         if self.held_lease:
             allowed |= Q(lease_holder=self.held_lease)
         filtered = base_qs.filter(allowed, pk=pk_val, version=expected)
-        if filtered._update(values) > 0:
-            if event is not None:  # not PostgreSQL: the caller writes it
+        if event is not None and not connections[using].in_atomic_block:
+            # The caller counted on the one-statement write above and opened
+            # no transaction: the UPDATE and its event need one here.
+            with transaction.atomic(using=using):
+                if filtered._update(values) > 0:
+                    type(event)._base_manager.db_manager(using).bulk_create([event])
+                    return True
+        elif filtered._update(values) > 0:
+            if event is not None:  # not in one statement: the caller writes it
                 self._event_with_update = event
             return True
         self._raise_write_refused(expected, now)

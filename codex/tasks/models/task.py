@@ -7,6 +7,7 @@ import hashlib
 import json
 import secrets
 import string
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -328,13 +329,21 @@ class Task(VersionedLeasedModel):
             )
         pending = getattr(self, "_pending_events", [])
         after_save = getattr(self, "_after_save", [])
+        one_statement = False
         if len(pending) == 1 and not self._state.adding:
             # Written with the UPDATE where the database can (see
             # update_with_event); handed back when it was not.
             self._event_with_update = pending[0]
             pending = []
+            one_statement = not after_save and self._writes_in_one_statement(
+                kwargs.get("using")
+            )
         try:
-            with transaction.atomic():
+            # On PostgreSQL, outside a transaction, an UPDATE with its event is
+            # one data-modifying CTE, atomic by itself: BEGIN and COMMIT would
+            # be two more round trips for nothing (_do_update opens the
+            # transaction itself if it has to fall back to two statements).
+            with nullcontext() if one_statement else transaction.atomic():
                 super().save(*args, **kwargs)
                 left = self.__dict__.pop("_event_with_update", None)
                 if left is not None:
@@ -349,6 +358,10 @@ class Task(VersionedLeasedModel):
             self._pending_events = []
             self.__dict__.pop("_event_with_update", None)
             self._after_save = []
+
+    def _writes_in_one_statement(self, using: str | None) -> bool:
+        connection = transaction.get_connection(using or self._state.db)
+        return connection.vendor == "postgresql" and not connection.in_atomic_block
 
     def check_replay(self, fingerprint: str) -> Task:
         """Return self when `fingerprint` is the request that created it."""

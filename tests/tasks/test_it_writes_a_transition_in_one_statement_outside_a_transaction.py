@@ -1,0 +1,102 @@
+"""Outside a transaction, a logged transition on PostgreSQL is one statement.
+
+The versioned UPDATE and its event INSERT are one data-modifying CTE, which the
+database applies atomically by itself, so no BEGIN/COMMIT is sent around it
+(two round trips of the three a pause used to cost). When the UPDATE cannot be
+written that way, the two statements still go in one transaction.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from codex.core import models as core_models
+from codex.core.models import VersionConflict
+from codex.events.models import Event, EventKind
+from codex.tasks.models import Task
+from tests.factories import make_task, put_in_state
+
+pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
+
+
+def in_progress() -> Task:
+    return put_in_state(make_task(), status="in_progress", phase="planning")
+
+
+def sent(queries) -> list[str]:
+    return [q["sql"].lstrip().split()[0].upper() for q in queries]
+
+
+def targets(task: Task) -> list[str]:
+    events = Event.objects.filter(task=task, kind=EventKind.TRANSITION)
+    return list(events.order_by("id").values_list("target", flat=True))
+
+
+def test_a_pause_sends_one_statement_and_no_begin_or_commit():
+    task = in_progress()
+    assert not connection.in_atomic_block
+    with CaptureQueriesContext(connection) as queries:
+        task.perform("pause", by="user:alice")
+    assert sent(queries) == ["WITH"]
+    assert targets(task) == ["paused"]
+    assert Task.objects.get(pk=task.pk).status == "paused"
+
+
+def test_a_resume_keeps_its_transaction_for_the_next_steps_job():
+    task = in_progress()
+    task.perform("pause", by="user:alice")
+    with CaptureQueriesContext(connection) as queries:
+        task.perform("resume", by="user:alice")
+    # The ORM broker's job row is a second statement: BEGIN ... COMMIT again.
+    assert sent(queries)[0] == "BEGIN" and sent(queries)[-1] == "COMMIT"
+    assert "WITH" in sent(queries)
+    assert targets(task) == ["paused", "in_progress"]
+
+
+def test_a_refused_one_statement_write_leaves_no_event():
+    task = in_progress()
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("pause", by="user:alice")
+    with pytest.raises(VersionConflict):
+        stale.perform("cancel", by="user:bob")
+    assert targets(task) == ["paused"]
+    assert not connection.in_atomic_block
+
+
+def no_direct_update(*args, **kwargs):
+    return None  # as when a value needs the ORM's compiler (an expression)
+
+
+def test_the_two_statement_fallback_opens_its_own_transaction(monkeypatch):
+    monkeypatch.setattr(core_models, "versioned_update_sql", no_direct_update)
+    task = in_progress()
+    with CaptureQueriesContext(connection) as queries:
+        task.perform("pause", by="user:alice")
+    assert sent(queries) == ["BEGIN", "UPDATE", "INSERT", "COMMIT"]
+    assert targets(task) == ["paused"]
+
+
+def test_a_refused_fallback_write_commits_neither_half(monkeypatch):
+    monkeypatch.setattr(core_models, "versioned_update_sql", no_direct_update)
+    task = in_progress()
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("pause", by="user:alice")
+    with pytest.raises(VersionConflict):
+        stale.perform("cancel", by="user:bob")
+    assert targets(task) == ["paused"]
+    assert Task.objects.get(pk=task.pk).status == "paused"
+
+
+def test_a_failing_event_insert_leaves_the_update_undone(monkeypatch):
+    monkeypatch.setattr(core_models, "versioned_update_sql", no_direct_update)
+    task = in_progress()
+
+    def refuse(self, objs, *args, **kwargs):
+        raise RuntimeError("the event table is unavailable")
+
+    monkeypatch.setattr(type(Event._base_manager), "bulk_create", refuse)
+    with pytest.raises(RuntimeError):
+        task.perform("pause", by="user:alice")
+    assert Task.objects.get(pk=task.pk).status == "in_progress"
