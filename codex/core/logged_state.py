@@ -13,10 +13,10 @@ import functools
 import inspect
 from typing import Any
 
-from django.db import models, transaction
+from django.db import models
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import VersionedLeasedModel
+from codex.core.models import VersionedLeasedModel, one_change
 from codex.events.models import Event
 
 
@@ -67,13 +67,24 @@ class LoggedStateModel(VersionedLeasedModel):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         pending = self.__dict__.get("_pending_events", [])
-        with transaction.atomic():
-            super().save(*args, **kwargs)
-            if pending:
-                Event.objects.bulk_create(
-                    [self._build_event(dict(queued)) for queued in pending]
+        using = kwargs.get("using")
+        try:
+            if self._state.adding:
+                # The events name the new row's id: built once it has one.
+                with one_change(using):
+                    super().save(*args, **kwargs)
+                    if pending:
+                        Event.objects.using(using or self._state.db).bulk_create(
+                            [self._build_event(dict(queued)) for queued in pending]
+                        )
+            else:
+                self.save_with_rows(
+                    lambda: super(LoggedStateModel, self).save(*args, **kwargs),
+                    [self._build_event(dict(queued)) for queued in pending],
+                    using=using,
                 )
-        self._pending_events = []
+        finally:
+            self._pending_events = []
 
     def perform(self, action: str, *, by: str, reason: str = "", **arguments: Any):
         """Run transition `action` and save it with its event, atomically.

@@ -4,7 +4,8 @@ A job enqueued inside a transaction that later rolls back would act on rows that
 never existed; a job enqueued before commit may run before its rows are visible.
 `enqueue_on_commit` is therefore the way the code base hands work to django-q2;
 `enqueue_with_transaction` writes the job with the transaction itself when the
-broker is the same database (the ORM broker), and defers to the former otherwise;
+broker is the same database (the ORM broker), and defers to the former otherwise
+(`job_row` is that row, for a caller that writes it in its own statement);
 `broker_after_commit` is a cheaper ORM broker for a hot on-commit enqueue.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, transaction
+from django.utils import timezone
 
 
 def enqueue_on_commit(func_path: str, *args: Any, **options: Any) -> None:
@@ -61,8 +63,49 @@ def broker_after_commit() -> Any:
     return AfterCommitORM(list_key=broker.list_key)
 
 
+def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
+    """The ORM broker's job row for `func_path(*args)`, unsaved, for a caller
+    to write inside its own transaction or statement; None when jobs do not go
+    through the ORM broker on `using` (Redis, or jobs run inline).
+
+    The package is the one django-q's async_task signs (id and name, func,
+    args, the cluster's cached and ack_failure defaults, started; the
+    pre_enqueue signal sees it), without what async_task adds around it for
+    each call: a new broker, its connection check and a log line.
+    """
+    from django_q.conf import Conf
+
+    if settings.CODEX_RUN_JOBS_INLINE or using != Conf.ORM or Conf.BROKER_CLASS:
+        return None
+    from django_q.humanhash import uuid
+    from django_q.models import OrmQ
+    from django_q.signals import pre_enqueue
+    from django_q.signing import SignedPackage
+
+    name, task_id = uuid()
+    package: dict[str, Any] = {
+        "id": task_id,
+        "name": name,
+        "func": func_path,
+        "args": args,
+        "sync": False,
+    }
+    if Conf.CACHED:
+        package["cached"] = Conf.CACHED
+    if Conf.ACK_FAILURES:
+        package["ack_failure"] = Conf.ACK_FAILURES
+    package["kwargs"] = {}
+    package["started"] = timezone.now()
+    pre_enqueue.send(sender="django_q", task=package)
+    return OrmQ(
+        key=Conf.CLUSTER_NAME,
+        payload=SignedPackage.dumps(package),
+        lock=timezone.now(),
+    )
+
+
 def enqueue_with_transaction(
-    func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS, **options: Any
+    func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS
 ) -> None:
     """Enqueue `func_path(*args)` as part of the current transaction on `using`.
 
@@ -72,11 +115,8 @@ def enqueue_with_transaction(
     neither an `on_commit` callback nor a commit of its own. With Redis, or
     when jobs run inline, the enqueue waits for the commit (`enqueue_on_commit`).
     """
-    from django_q.conf import Conf
-
-    if settings.CODEX_RUN_JOBS_INLINE or using != Conf.ORM:
-        enqueue_on_commit(func_path, *args, **options)
+    row = job_row(func_path, *args, using=using)
+    if row is None:
+        enqueue_on_commit(func_path, *args)
         return
-    from django_q.tasks import async_task
-
-    async_task(func_path, *args, sync=False, **options)
+    row.save(using=using, force_insert=True)

@@ -2,8 +2,9 @@
 
 The versioned UPDATE and its event INSERT are one data-modifying CTE, which the
 database applies atomically by itself, so no BEGIN/COMMIT is sent around it
-(two round trips of the three a pause used to cost). When the UPDATE cannot be
-written that way, the two statements still go in one transaction.
+(two round trips of the three a pause used to cost); a resume's next step, the
+ORM broker's job row, goes in the same statement. When the UPDATE cannot be
+written that way, the statements still go in one transaction.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
 
 from codex.core import models as core_models
 from codex.core.models import VersionConflict
@@ -44,15 +47,34 @@ def test_a_pause_sends_one_statement_and_no_begin_or_commit():
     assert Task.objects.get(pk=task.pk).status == "paused"
 
 
-def test_a_resume_keeps_its_transaction_for_the_next_steps_job():
+def jobs() -> list[tuple[str, tuple]]:
+    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
+    return [(p["func"], tuple(p["args"])) for p in packages]
+
+
+def test_a_resume_and_its_next_step_are_one_statement_too():
     task = in_progress()
     task.perform("pause", by="user:alice")
+    OrmQ.objects.all().delete()
     with CaptureQueriesContext(connection) as queries:
         task.perform("resume", by="user:alice")
-    # The ORM broker's job row is a second statement: BEGIN ... COMMIT again.
-    assert sent(queries)[0] == "BEGIN" and sent(queries)[-1] == "COMMIT"
-    assert "WITH" in sent(queries)
+    # The UPDATE, its event and the ORM broker's job row in one statement.
+    assert sent(queries) == ["WITH"]
+    assert "django_q_ormq" in queries.captured_queries[0]["sql"]
     assert targets(task) == ["paused", "in_progress"]
+    assert jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
+
+
+def test_a_refused_resume_leaves_no_job():
+    task = in_progress()
+    task.perform("pause", by="user:alice")
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("cancel", by="user:alice")
+    OrmQ.objects.all().delete()
+    with pytest.raises(VersionConflict):
+        stale.perform("resume", by="user:bob")
+    assert jobs() == []
+    assert targets(task) == ["paused", "cancelled"]
 
 
 def test_a_refused_one_statement_write_leaves_no_event():
@@ -76,6 +98,17 @@ def test_the_two_statement_fallback_opens_its_own_transaction(monkeypatch):
         task.perform("pause", by="user:alice")
     assert sent(queries) == ["BEGIN", "UPDATE", "INSERT", "COMMIT"]
     assert targets(task) == ["paused"]
+
+
+def test_the_fallback_writes_the_job_in_the_same_transaction(monkeypatch):
+    monkeypatch.setattr(core_models, "versioned_update_sql", no_direct_update)
+    task = in_progress()
+    task.perform("pause", by="user:alice")
+    OrmQ.objects.all().delete()
+    with CaptureQueriesContext(connection) as queries:
+        task.perform("resume", by="user:alice")
+    assert sent(queries) == ["BEGIN", "UPDATE", "INSERT", "INSERT", "COMMIT"]
+    assert jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
 
 
 def test_a_refused_fallback_write_commits_neither_half(monkeypatch):

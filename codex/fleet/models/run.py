@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 from django_fsm import FSMField, transition
@@ -103,9 +103,8 @@ class AgentRunQuerySet(VersionedQuerySet):
     def begin(self, *, by: str, session_id: str = "", slot: int = 1, **fields: Any):
         """Create a running run (started now unless given) and log its start."""
         run = self.model(session_id=session_id or new_session_id(slot), **fields)
-        with transaction.atomic():
-            run.record(by=by, reason="run started", field="status", target="running")
-            run.save()
+        run.record(by=by, reason="run started", field="status", target="running")
+        run.save()  # the row and its event in one transaction
         return run
 
 

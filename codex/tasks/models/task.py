@@ -7,19 +7,18 @@ import hashlib
 import json
 import secrets
 import string
-from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
-from django.db import IntegrityError, models, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 from django.utils import timezone
 from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
 
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel, VersionedQuerySet
-from codex.core.queue import enqueue_on_commit, enqueue_with_transaction
+from codex.core.queue import enqueue_on_commit, job_row
 from codex.events.models import Event, EventKind
 from codex.tasks.models import guards
 from codex.tasks.models.choices import (
@@ -327,41 +326,22 @@ class Task(VersionedLeasedModel):
                 f"the request and identity of task {self.task_id} cannot change "
                 f"after creation (tried: {', '.join(sorted(changed))})"
             )
-        pending = getattr(self, "_pending_events", [])
-        after_save = getattr(self, "_after_save", [])
-        one_statement = False
-        if len(pending) == 1 and not self._state.adding:
-            # Written with the UPDATE where the database can (see
-            # update_with_event); handed back when it was not.
-            self._event_with_update = pending[0]
-            pending = []
-            one_statement = not after_save and self._writes_in_one_statement(
-                kwargs.get("using")
-            )
         try:
-            # On PostgreSQL, outside a transaction, an UPDATE with its event is
-            # one data-modifying CTE, atomic by itself: BEGIN and COMMIT would
-            # be two more round trips for nothing (_do_update opens the
-            # transaction itself if it has to fall back to two statements).
-            with nullcontext() if one_statement else transaction.atomic():
-                super().save(*args, **kwargs)
-                left = self.__dict__.pop("_event_with_update", None)
-                if left is not None:
-                    pending = [left]
-                if pending:
-                    Event.objects.bulk_create(pending)
-                for callback in after_save:
-                    callback()
+            self.save_with_rows(
+                lambda: super(Task, self).save(*args, **kwargs),
+                [
+                    *getattr(self, "_pending_events", []),
+                    *getattr(self, "_jobs_with_save", []),
+                ],
+                getattr(self, "_after_save", []),
+                using=kwargs.get("using"),
+            )
         finally:
             # Written, or rolled back with the refused write: either way they
             # belong to this attempt, not to the next save after a re-read.
             self._pending_events = []
-            self.__dict__.pop("_event_with_update", None)
+            self._jobs_with_save = []
             self._after_save = []
-
-    def _writes_in_one_statement(self, using: str | None) -> bool:
-        connection = transaction.get_connection(using or self._state.db)
-        return connection.vendor == "postgresql" and not connection.in_atomic_block
 
     def check_replay(self, fingerprint: str) -> Task:
         """Return self when `fingerprint` is the request that created it."""
@@ -378,6 +358,18 @@ class Task(VersionedLeasedModel):
         self._pending_events.append(
             Event(task=self, kind=kind, actor=by, reason=reason, **fields)
         )
+
+    def enqueue_with_save(self, func_path: str, *args: Any) -> None:
+        """Enqueue `func_path(*args)` as part of the next save: with the ORM
+        broker on this database its job row is written by the save itself (one
+        more INSERT in the same statement or transaction, see save_with_rows),
+        so it exists if and only if the save commits; with Redis, or jobs run
+        inline, it is sent once the save's transaction commits."""
+        row = job_row(func_path, *args, using=self._state.db or DEFAULT_DB_ALIAS)
+        if row is None:
+            self.on_save(lambda: enqueue_on_commit(func_path, *args))
+            return
+        self.__dict__.setdefault("_jobs_with_save", []).append(row)
 
     def on_save(self, callback) -> None:
         """Run `callback` inside the next save's transaction, after the update."""
@@ -782,13 +774,9 @@ class Task(VersionedLeasedModel):
         def change() -> None:
             method(by=by, **arguments)
             if self.status == Status.IN_PROGRESS:
-                # In the transition's own transaction: with the ORM broker the
-                # next step is one more INSERT there, not a commit of its own.
-                self.on_save(
-                    lambda: enqueue_with_transaction(
-                        ADVANCE_JOB, self.task_id, using=self._state.db
-                    )
-                )
+                # With the ORM broker, one more INSERT in the transition's own
+                # statement, not a commit of its own.
+                self.enqueue_with_save(ADVANCE_JOB, self.task_id)
 
         self.change_and_save(by, change, lease_attempts=lease_attempts)
         return self
