@@ -238,24 +238,34 @@ def end_phase_instance(
 
 def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInstance:
     instance.refresh_from_db()
-    instance.beat(active=True)
+    # The step's last sign of life, written with its transition when it has one.
+    alive = instance.heartbeat_values(active=True)
     if instance.status == InstanceStatus.TERMINATED:
+        instance.beat(active=True)
         return instance  # stopped meanwhile (the task ended, an operator)
     outcome = result.outcome
     if outcome == "failed":
         instance.perform(
-            "terminate", by=ACTOR, reason=f"its run failed: {result.reason}"[:500]
+            "terminate",
+            by=ACTOR,
+            reason=f"its run failed: {result.reason}"[:500],
+            also=alive,
         )
         return instance
     if outcome != "done":
+        instance.beat(active=True)
         return instance  # blocked or escalated: parked for the retry or answer
     if instance.type in (InstanceType.PLANNING, InstanceType.REVIEW):
         if instance.role == Role.REVIEWER and _approved(result):
             _pr_created(instance.parent, task)
         instance.perform(
-            "terminate", by=ACTOR, reason=f"{instance.role} run of {task.phase} done"
+            "terminate",
+            by=ACTOR,
+            reason=f"{instance.role} run of {task.phase} done",
+            also=alive,
         )
         return instance
+    instance.beat(active=True)
     if task.phase == "release" and result.merged:
         _pr_created(instance, task)
         instance.refresh_from_db()

@@ -86,8 +86,17 @@ class LoggedStateModel(VersionedLeasedModel):
         finally:
             self._pending_events = []
 
-    def perform(self, action: str, *, by: str, reason: str = "", **arguments: Any):
-        """Run transition `action` and save it with its event, atomically.
+    def perform(
+        self,
+        action: str,
+        *,
+        by: str,
+        reason: str = "",
+        also: dict[str, Any] | None = None,
+        **arguments: Any,
+    ):
+        """Run transition `action` and save it with its event, atomically;
+        `also` sets more fields (attribute: value) in the same UPDATE.
 
         Raises TransitionNotAllowed (wrong state or a guard said no) or
         VersionConflict (someone else changed the row since it was read);
@@ -103,6 +112,8 @@ class LoggedStateModel(VersionedLeasedModel):
         snapshot = {f.attname: getattr(self, f.attname) for f in self._meta.fields}
         try:
             method(by=by, **arguments)
+            for name, value in (also or {}).items():
+                setattr(self, name, value)
             # Only what the transition changed is written, so liveness stamps
             # another process wrote meanwhile (heartbeat, pid) are not lost.
             changed = [

@@ -196,10 +196,7 @@ def _block_or_escalate(
 
 
 def _store_artifacts(task: Task, result: PhaseResult) -> list[str]:
-    paths = []
-    for name, content in result.artifacts.items():
-        artifact = Artifact.store(task, name, content)
-        paths.append(artifact.path)
+    paths = Artifact.store_all(task, result.artifacts)
     if paths:
         task.phase_progress[task.phase]["output_paths"] = paths
     return paths

@@ -9,6 +9,16 @@ ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 MAX_STEPS = 30
 
 
+def queued_jobs() -> list[tuple[str, tuple]]:
+    """(func, args) of every job row the ORM broker holds, oldest first: what
+    a step or a transition wrote with its own UPDATE (codex.core.queue.job_row)."""
+    from django_q.models import OrmQ
+    from django_q.signing import SignedPackage
+
+    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.order_by("id")]
+    return [(package["func"], tuple(package["args"])) for package in packages]
+
+
 def run_steps(task: Task, max_steps: int = MAX_STEPS) -> list[str]:
     """Call advance_task until the task stops being workable (pending or
     in_progress) or `max_steps` is reached; returns what each call reported and

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django_q.models import OrmQ
-from django_q.signing import SignedPackage
 
 from codex.tasks.jobs import advance_task
 from codex.tasks.runners import PhaseResult
 from tests.factories import make_task, put_in_state
 from tests.phase_runner import verification
-from tests.pipeline.helpers import ADVANCE_JOB
+from tests.pipeline.helpers import ADVANCE_JOB, queued_jobs
 
 
 def _run(callbacks) -> None:
@@ -42,9 +41,11 @@ def test_a_step_that_leaves_the_task_in_progress_enqueues_the_next(
         result = advance_task(task.task_id)
 
     assert result == "in_progress/planning"
-    assert len(callbacks) == 1
-    _run(callbacks)
-    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+    # With the ORM broker the next step's job row is written with the step's
+    # final UPDATE of the task, in its transaction: nothing waits for a commit.
+    assert callbacks == []
+    assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]
+    assert enqueued == []
 
 
 @pytest.mark.django_db
@@ -63,7 +64,8 @@ def test_a_step_that_loops_back_to_implementation_enqueues_the_next(
 
     assert result == "in_progress/implementation"
     _run(callbacks)
-    assert enqueued == [((ADVANCE_JOB, task.task_id), {"sync": False})]
+    assert queued_jobs()[-1] == (ADVANCE_JOB, (task.task_id,))
+    assert enqueued == []
 
 
 @pytest.mark.django_db
@@ -93,11 +95,13 @@ def test_a_step_that_stops_the_task_enqueues_no_next_step(
         assert task.phase == "release"
     scripted_runner.queue(phase, result)
 
+    jobs_before = queued_jobs()
     with django_capture_on_commit_callbacks() as callbacks:
         outcome = advance_task(task.task_id)
 
     assert outcome == expected
     _run(callbacks)
+    assert queued_jobs() == jobs_before
     # No next step; a task that ended is only settled (its claim, its agents).
     ended = expected.split("/")[0] in ("failed", "completed")
     cleanup = [(("codex.tasks.jobs.clean_up_task", task.task_id), {"sync": False})]
@@ -131,6 +135,4 @@ def test_resuming_a_paused_task_enqueues_its_next_step(
     # With the ORM broker the job row is written with the transition itself
     # (tests/tasks/test_next_step_in_the_transaction.py), not sent after it.
     assert enqueued == []
-    [row] = OrmQ.objects.all()
-    job = SignedPackage.loads(row.payload)
-    assert (job["func"], job["args"]) == (ADVANCE_JOB, (task.task_id,))
+    assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]

@@ -179,8 +179,12 @@ class AgentInstanceQuerySet(VersionedQuerySet):
                 **fields,
             )
             # The database, not a racy pre-check, decides uniqueness (see except).
+            # The related rows are the caller's loaded objects: checking that
+            # they exist would be a query each.
             instance.full_clean(
-                exclude=["status"], validate_unique=False, validate_constraints=False
+                exclude=["status", "repository", "task", "parent"],
+                validate_unique=False,
+                validate_constraints=False,
             )
             try:
                 with transaction.atomic():
@@ -460,10 +464,16 @@ class AgentInstance(LoggedStateModel):
         for name, value in values.items():
             setattr(self, name, value)
 
+    @staticmethod
+    def heartbeat_values(*, active: bool = False) -> dict[str, Any]:
+        """The fields a heartbeat stamps now; `active` adds last_activity (to
+        pass as a transition's `also`, so it needs no UPDATE of its own)."""
+        now = timezone.now()
+        return {"heartbeat_at": now, **({"last_activity": now} if active else {})}
+
     def beat(self, *, active: bool = False) -> None:
         """A heartbeat from the worker; `active` also stamps last_activity."""
-        now = timezone.now()
-        values = {"heartbeat_at": now, **({"last_activity": now} if active else {})}
+        values = self.heartbeat_values(active=active)
         type(self)._base_manager.filter(pk=self.pk).update(**values)
         for name, value in values.items():
             setattr(self, name, value)

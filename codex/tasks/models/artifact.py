@@ -57,6 +57,24 @@ class Artifact(models.Model):
         return f"{self.container}/{self.task.task_id}/{self.name}"
 
     @classmethod
+    def store_all(cls, task, documents: dict[str, str]) -> list[str]:
+        """Save each of `documents` (name: content) as a version of `task`'s
+        document in one INSERT; content stored before is left as it is (the
+        same content is the same row). Returns the documents' storage paths."""
+        rows = [
+            cls(
+                task=task,
+                name=name,
+                sha256=hashlib.sha256(content.encode()).hexdigest(),
+                content=content,
+            )
+            for name, content in documents.items()
+        ]
+        if rows:
+            cls.objects.bulk_create(rows, ignore_conflicts=True)
+        return [row.path for row in rows]
+
+    @classmethod
     def store(cls, task, name: str, content: str) -> Artifact:
         """Save `content` as `name` of `task`; idempotent for identical content."""
         digest = hashlib.sha256(content.encode()).hexdigest()
