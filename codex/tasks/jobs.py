@@ -99,10 +99,11 @@ def _advance_task(task_id: str, holder: str) -> str:
         with transaction.atomic():
             apply_result(task, result, by=holder)
             task.apply_control_requests()
+            if should_continue(task):
+                # Its job row goes in with the task's UPDATE (ORM broker).
+                task.enqueue_with_save(ADVANCE_JOB, task.task_id)
             task.save(release_lease=True)
             _finish_run(run, result, holder, phase)
-            if should_continue(task):
-                enqueue_on_commit(ADVANCE_JOB, task.task_id)
     except VersionConflict as exc:
         # Someone broke our lease and changed the task: their state wins.
         logger.warning("advance_task %s: discarded step: %s", task_id, exc)
@@ -203,29 +204,29 @@ def _run_phase(task: Task, task_id: str) -> PhaseResult:
 
 
 def _finish_run(run: AgentRun, result: PhaseResult, holder: str, phase: str) -> None:
-    measured = [name for name in RUN_METRICS if name in result.metrics]
-    for name in measured:
-        setattr(run, name, result.metrics[name])
-    if measured:  # only these: the heartbeat thread wrote heartbeat_at meanwhile
-        run.save(update_fields=measured)
+    # Only the metrics and the transition's own fields are written: the
+    # heartbeat thread wrote heartbeat_at meanwhile.
+    measured = {
+        name: result.metrics[name] for name in RUN_METRICS if name in result.metrics
+    }
     if result.outcome == "done":
-        run.perform("succeed", by=holder, reason=f"{phase} step done")
+        run.perform("succeed", by=holder, reason=f"{phase} step done", also=measured)
     else:
         run.perform(
             "fail",
             by=holder,
             reason=f"{phase} step {result.outcome}",
             error=result.reason,
+            also=measured,
         )
 
 
 def _apply_requests_only(task: Task, holder: str) -> str:
     """A pause or cancel arrived between steps: apply it instead of a step."""
-    with transaction.atomic():
-        task.apply_control_requests()
-        task.save(release_lease=True)
-        if should_continue(task):
-            enqueue_on_commit(ADVANCE_JOB, task.task_id)
+    task.apply_control_requests()
+    if should_continue(task):
+        task.enqueue_with_save(ADVANCE_JOB, task.task_id)
+    task.save(release_lease=True)  # with the requests' events, in one change
     return f"{task.status}/{task.phase}"
 
 
