@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from codex.tasks.jobs import advance_task
 from codex.tasks.models import Status, Task
+from tests.jobs import queued_jobs  # noqa: F401 - the pipeline tests read it here
 
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 MAX_STEPS = 30
-
-
-def queued_jobs() -> list[tuple[str, tuple]]:
-    """(func, args) of every job row the ORM broker holds, oldest first: what
-    a step or a transition wrote with its own UPDATE (codex.core.queue.job_row)."""
-    from django_q.models import OrmQ
-    from django_q.signing import SignedPackage
-
-    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.order_by("id")]
-    return [(package["func"], tuple(package["args"])) for package in packages]
 
 
 def run_steps(task: Task, max_steps: int = MAX_STEPS) -> list[str]:

@@ -21,6 +21,24 @@ def _run(callbacks) -> None:
 def test_creating_a_task_enqueues_its_first_step_once(
     django_capture_on_commit_callbacks, enqueued
 ):
+    OrmQ.objects.all().delete()
+    with django_capture_on_commit_callbacks() as callbacks:
+        task = make_task()
+
+    # With the ORM broker the job row is part of the task's INSERT: it exists
+    # if and only if the task does, and nothing waits for the commit.
+    assert callbacks == []
+    assert enqueued == []
+    assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]
+
+
+@pytest.mark.django_db
+def test_with_redis_the_first_step_is_sent_after_the_commit(
+    monkeypatch, django_capture_on_commit_callbacks, enqueued
+):
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "ORM", None)
     with django_capture_on_commit_callbacks() as callbacks:
         task = make_task()
 
@@ -44,7 +62,8 @@ def test_a_step_that_leaves_the_task_in_progress_enqueues_the_next(
     # With the ORM broker the next step's job row is written with the step's
     # final UPDATE of the task, in its transaction: nothing waits for a commit.
     assert callbacks == []
-    assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]
+    assert queued_jobs()[-1] == (ADVANCE_JOB, (task.task_id,))
+    assert len(queued_jobs()) == 2  # the first step's, and now the second's
     assert enqueued == []
 
 

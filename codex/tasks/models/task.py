@@ -7,6 +7,7 @@ import hashlib
 import json
 import secrets
 import string
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -153,20 +154,31 @@ class TaskQuerySet(VersionedQuerySet):
         )
         for _ in range(5):
             task.task_id = new_task_id()
+            created = Event(
+                task=task,
+                kind=EventKind.CREATED,
+                target=task.status,
+                actor=actor or f"intake:{created_by}",
+                reason="task created",
+                data={"idempotency_key": idempotency_key} if idempotency_key else {},
+            )
+            # The first step's job row goes with them (ORM broker), else it is
+            # sent once they commit.
+            job = job_row(ADVANCE_JOB, task.task_id, using=self.db)
             try:
-                with transaction.atomic():
-                    task.save()
-                    Event.objects.create(
-                        task=task,
-                        kind=EventKind.CREATED,
-                        target=task.status,
-                        actor=actor or f"intake:{created_by}",
-                        reason="task created",
-                        data={"idempotency_key": idempotency_key}
-                        if idempotency_key
-                        else {},
-                    )
-                    enqueue_on_commit(ADVANCE_JOB, task.task_id)
+                # Inside a caller's transaction a savepoint, so that a taken
+                # id or key can be tried again; outside one, the one statement
+                # of insert_with_rows is atomic by itself.
+                connection = transaction.get_connection(self.db)
+                retry_point = (
+                    transaction.atomic(using=self.db)
+                    if connection.in_atomic_block
+                    else nullcontext()
+                )
+                with retry_point:
+                    task.insert_with_rows([created, *([job] if job else [])])
+                    if job is None:
+                        enqueue_on_commit(ADVANCE_JOB, task.task_id)
                 return task, True
             except IntegrityError:
                 task.pk = None
