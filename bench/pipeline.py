@@ -18,11 +18,13 @@ ended). The cluster uses
 production-like timeouts (job timeout 300 s, lease 60 s, heartbeat 20 s), not
 the test harness's short ones. Where the time goes is measured too: the mean
 agent-run time per phase (so the slowdown of a step as workers are added
-shows), the CPU seconds the cluster's process group used per task (workers
-plus their git and pytest children), and the machine's busy share during the
-run. `pipeline_cpu_bound_tasks_per_minute` is the ceiling that CPU use sets:
-all cores divided by the cluster's CPU seconds per task, as measured at one
-worker.
+shows), the CPU seconds per task of the workers' own Python (Codex and
+django-q), of the programs they ran (git, the QA pytest), of PostgreSQL and of
+this process (the model stub, the polling), and of the whole machine, and the
+machine's busy share during the run. `pipeline_cpu_bound_tasks_per_minute` is
+the ceiling that CPU sets: all cores divided by the machine's CPU seconds per
+task at the most workers; with 200 ms model answers, 8 workers on a small
+machine are bound by it, not by the model.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ PHASES = ("intake", "planning", "implementation", "verification", "review", "rel
 SETTLED = ("completed", "failed", "cancelled", "escalated", "blocked")
 
 
+def ticks_per_second() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_jiffies() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
@@ -53,11 +59,13 @@ def _cpu_jiffies() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-def _group_cpu_seconds(pgid: int) -> float:
-    """CPU seconds of every live process in the process group, each with its
-    reaped children (git, pytest): utime + stime + cutime + cstime."""
+def _process_cpu(match) -> dict[str, float]:
+    """CPU seconds of the live processes `match(fields, name)` accepts, each
+    split into its own (utime + stime) and its reaped children's (cutime +
+    cstime: the git and pytest runs a worker waited for, the backends the
+    postmaster reaped)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    own = children = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,11 +73,34 @@ def _group_cpu_seconds(pgid: int) -> float:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) != pgid:  # field 5 (pgrp), counted after the name
+        if not match(fields, name):
             continue
-        total += sum(int(x) for x in fields[11:15])
-    return total / ticks
+        own += int(fields[11]) + int(fields[12])
+        children += int(fields[13]) + int(fields[14])
+    return {"own": own / ticks, "children": children / ticks}
+
+
+def _group_cpu(pgid: int) -> dict[str, float]:
+    """The cluster's process group (field 5, pgrp, counted after the name)."""
+    return _process_cpu(lambda fields, name: int(fields[2]) == pgid)
+
+
+def _postgresql_cpu() -> float:
+    """CPU seconds of every PostgreSQL process of the machine (the bench's
+    backends, the postmaster with the backends it reaped, the writers)."""
+    cpu = _process_cpu(lambda fields, name: name.startswith("postgres"))
+    return cpu["own"] + cpu["children"]
+
+
+def _bench_cpu() -> float:
+    """CPU seconds of this process so far: the model stub's threads and the
+    bench's own polling."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def warm_up(seconds: float = 1.0) -> int:
@@ -178,7 +209,8 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
         cluster = qcluster(env, root / "qcluster.log")
         try:
             warm_ups = _warm_up(workers)
-            cpu0 = _group_cpu_seconds(cluster.process.pid)
+            cpu0 = _group_cpu(cluster.process.pid)
+            pg0, bench0 = _postgresql_cpu(), _bench_cpu()
             busy0, total0 = _cpu_jiffies()
             db0 = _db_counters()
             start = time.time()
@@ -197,7 +229,8 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             busy1, total1 = _cpu_jiffies()
             time.sleep(1.1)  # backends flush their statistics at most every 1 s
             db1 = _db_counters()
-            cpu = _group_cpu_seconds(cluster.process.pid) - cpu0
+            cpu1 = _group_cpu(cluster.process.pid)
+            pg, bench = _postgresql_cpu() - pg0, _bench_cpu() - bench0
         finally:
             cluster.stop()
             connections.close_all()
@@ -226,7 +259,20 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             p: sum(by_phase[p]) / len(by_phase[p]) for p in PHASES if by_phase[p]
         },
         "step_seconds_total": sum(sum(v) for v in by_phase.values()),
-        "cpu_seconds_per_task": cpu / tasks,
+        "cpu_seconds_per_task": (
+            cpu1["own"] + cpu1["children"] - cpu0["own"] - cpu0["children"]
+        )
+        / tasks,
+        # Where a task's CPU went: the workers' Python (Codex and django-q),
+        # the programs they ran (git, the QA pytest), PostgreSQL, this process
+        # (the model stub, the polling), all of the machine.
+        "cpu_split": {
+            "workers": (cpu1["own"] - cpu0["own"]) / tasks,
+            "git_and_pytest": (cpu1["children"] - cpu0["children"]) / tasks,
+            "postgresql": pg / tasks,
+            "stub_and_bench": bench / tasks,
+            "machine": (busy1 - busy0) / ticks_per_second() / tasks,
+        },
         "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
         "model_requests": requests,
         "warm_ups": warm_ups,
@@ -241,7 +287,9 @@ def _describe(r: dict) -> str:
         f"{r['workers']}w: {r['completed']}/{r['tasks']} completed in "
         f"{r['makespan']:.1f} s ({r['statuses']}), {r['model_requests']} model "
         f"requests; mean step s: {phases}; cluster CPU "
-        f"{r['cpu_seconds_per_task']:.2f} s/task; PostgreSQL "
+        f"{r['cpu_seconds_per_task']:.2f} s/task; CPU s per task: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_split"].items())
+        + "; PostgreSQL "
         f"{r['db_commits_per_task']:.0f} commits and "
         f"{r['db_writes_per_task']:.0f} row writes per task (commits include "
         "the broker's and this bench's polling); machine busy "
@@ -278,11 +326,12 @@ def run(smoke: bool) -> list[dict]:
         f"{DELAY * 1000:.0f} ms, local forge, {cores} CPUs"
     )
     one, eight = by_workers.get(1), by_workers.get(8)
-    ceiling = (
-        cores * 60 / one["cpu_seconds_per_task"]
-        if one and one["cpu_seconds_per_task"]
-        else None
-    )
+    # The most the CPUs allow: all cores busy with nothing but tasks, each
+    # costing what the whole machine spent per task (workers, git, pytest,
+    # PostgreSQL, the stub) with the most workers measured.
+    busiest = eight or (results[-1] if results else None)
+    machine_cpu = busiest["cpu_split"]["machine"] if busiest else 0
+    ceiling = cores * 60 / machine_cpu if machine_cpu else None
     notes = "; ".join([*(_describe(r) for r in results), *failures])
     if one and eight:
         ratio = eight["per_minute"] / one["per_minute"] if one["per_minute"] else 0
@@ -353,10 +402,12 @@ def run(smoke: bool) -> list[dict]:
                 "pipeline_cpu_bound_tasks_per_minute",
                 ceiling,
                 "tasks/min",
-                goal="reported (ceiling: CPUs x 60 / cluster CPU s per task at 1w)",
+                goal="reported (ceiling: CPUs x 60 / the machine's CPU s per "
+                "task at the most workers)",
                 meets=True,
-                notes=f"{cores} CPUs, {one['cpu_seconds_per_task']:.1f} CPU s per "
-                "task (workers, git, pytest; PostgreSQL and the stub not counted)",
+                notes=f"{cores} CPUs, {machine_cpu:.2f} CPU s per task at "
+                f"{busiest['workers']} workers: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in busiest["cpu_split"].items()),
             )
         )
     return figures
