@@ -1,10 +1,11 @@
 """Figure 7: over a scripted 30-turn session through agents.runtime and the
 real SDK against the loopback model stub, the share of input tokens the
-request layout leaves uncached (the stub bills caching from cache_control)."""
+request layout leaves uncached (the stub bills caching from cache_control).
+The figure's other half, peak worker memory, is measured where workers run
+real sessions: bench/pipeline.py, pipeline_worker_peak_rss_mb."""
 
 from __future__ import annotations
 
-import resource
 import tempfile
 from pathlib import Path
 
@@ -61,7 +62,6 @@ def run(smoke: bool) -> list[dict]:
     written = sum(u["cache_creation_input_tokens"] for u in usages)
     plain = sum(u["input_tokens"] for u in usages)
     share = (plain + written) / max(plain + written + read, 1)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return [
         figure(
             "agent_uncached_input_share",
@@ -71,14 +71,5 @@ def run(smoke: bool) -> list[dict]:
             meets=outcome.ok and share <= 0.15,
             notes=f"{len(usages)} requests, outcome ok={outcome.ok}; tokens: "
             f"{plain} plain + {written} cache writes uncached, {read} cache reads",
-        ),
-        figure(
-            "bench_process_peak_rss_mb",
-            peak_mb,
-            "MB",
-            goal="reported (peak worker memory proxy)",
-            meets=True,
-            notes="ru_maxrss of the bench process so far (includes earlier figures); "
-            "a qcluster worker's own peak was not measured",
         ),
     ]

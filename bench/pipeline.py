@@ -87,6 +87,27 @@ def _group_cpu(pgid: int) -> dict[str, float]:
     return _process_cpu(lambda fields, name: int(fields[2]) == pgid)
 
 
+def _peak_rss_mb(pgid: int) -> float:
+    """The highest peak resident memory (VmHWM) of the cluster's Python
+    processes: its workers, after the agent sessions they ran."""
+    peak = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) != pgid or "(python" not in stat:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]))
+    return peak / 1024
+
+
 def _postgresql_cpu() -> float:
     """CPU seconds of every PostgreSQL process of the machine (the bench's
     backends, the postmaster with the backends it reaped, the writers)."""
@@ -230,6 +251,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             time.sleep(1.1)  # backends flush their statistics at most every 1 s
             db1 = _db_counters()
             cpu1 = _group_cpu(cluster.process.pid)
+            peak_rss_mb = _peak_rss_mb(cluster.process.pid)
             pg, bench = _postgresql_cpu() - pg0, _bench_cpu() - bench0
         finally:
             cluster.stop()
@@ -274,6 +296,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             "machine": (busy1 - busy0) / ticks_per_second() / tasks,
         },
         "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
+        "peak_rss_mb": peak_rss_mb,
         "model_requests": requests,
         "warm_ups": warm_ups,
         "db_commits_per_task": (db1["commits"] - db0["commits"]) / tasks,
@@ -394,6 +417,21 @@ def run(smoke: bool) -> list[dict]:
                 "python (the dev venv, as QA runs it: plugins autoloaded); "
                 f"ceiling: the same with PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, "
                 f"{probe['no_autoload']:.2f} CPU s",
+            )
+        )
+    if busiest:
+        figures.append(
+            figure(
+                "pipeline_worker_peak_rss_mb",
+                max(r["peak_rss_mb"] for r in results),
+                "MB",
+                goal="reported (peak worker memory)",
+                meets=True,
+                notes="the highest VmHWM of a qcluster process (its workers, "
+                "after the agent sessions they ran) per run: "
+                + ", ".join(
+                    f"{r['workers']}w {r['peak_rss_mb']:.0f} MB" for r in results
+                ),
             )
         )
     if ceiling:

@@ -104,7 +104,10 @@ def markdown(report: dict) -> str:
     short = [f["name"] for f in report["figures"] if not f["meets_goal"]]
     lines += ["", "## Falls short", ""]
     lines += [f"- {name}" for name in short] or ["- nothing"]
-    lines += report.get("commentary", [])
+    commentary = common.ROOT / "bench" / "COMMENTARY.md"
+    if report["mode"] == "full" and commentary.exists():
+        # Written by people after a full run: what falls short, and why.
+        lines += ["", commentary.read_text().rstrip()]
     return "\n".join(lines) + "\n"
 
 

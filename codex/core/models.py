@@ -379,7 +379,9 @@ class VersionedLeasedModel(models.Model):
         itself: outside a transaction no BEGIN/COMMIT is sent (five round
         trips to one). Like QuerySet.bulk_create it sends no model signals.
         Elsewhere it is a save and an INSERT per model in one transaction.
-        An IntegrityError leaves nothing behind either way.
+        An IntegrityError leaves nothing behind either way; inside a caller's
+        transaction it aborts that transaction (PostgreSQL), so a caller that
+        tries again (a taken id) keeps a savepoint around this.
         """
         using = self._state.db or router.db_for_write(type(self), instance=self)
         connection = connections[using]

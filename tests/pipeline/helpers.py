@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from codex.tasks.jobs import advance_task
 from codex.tasks.models import Status, Task
-from tests.jobs import queued_jobs  # noqa: F401 - the pipeline tests read it here
 
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 MAX_STEPS = 30

@@ -1,4 +1,5 @@
-"""Steps are handed to django-q only after their transaction commits, by id."""
+"""Steps are handed to django-q by id and never seen before their transaction
+commits: with the ORM broker as a job row written in it, otherwise after it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from django_q.models import OrmQ
 from codex.tasks.jobs import advance_task
 from codex.tasks.runners import PhaseResult
 from tests.factories import make_task, put_in_state
+from tests.jobs import queued_jobs
 from tests.phase_runner import verification
-from tests.pipeline.helpers import ADVANCE_JOB, queued_jobs
+from tests.pipeline.helpers import ADVANCE_JOB
 
 
 def _run(callbacks) -> None:

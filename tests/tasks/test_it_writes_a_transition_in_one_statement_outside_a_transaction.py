@@ -13,13 +13,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_q.models import OrmQ
-from django_q.signing import SignedPackage
 
 from codex.core import models as core_models
 from codex.core.models import VersionConflict
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state
+from tests.jobs import queued_jobs
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -47,11 +47,6 @@ def test_a_pause_sends_one_statement_and_no_begin_or_commit():
     assert Task.objects.get(pk=task.pk).status == "paused"
 
 
-def jobs() -> list[tuple[str, tuple]]:
-    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
-    return [(p["func"], tuple(p["args"])) for p in packages]
-
-
 def test_a_resume_and_its_next_step_are_one_statement_too():
     task = in_progress()
     task.perform("pause", by="user:alice")
@@ -62,7 +57,7 @@ def test_a_resume_and_its_next_step_are_one_statement_too():
     assert sent(queries) == ["WITH"]
     assert "django_q_ormq" in queries.captured_queries[0]["sql"]
     assert targets(task) == ["paused", "in_progress"]
-    assert jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
+    assert queued_jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
 
 
 def test_a_refused_resume_leaves_no_job():
@@ -73,7 +68,7 @@ def test_a_refused_resume_leaves_no_job():
     OrmQ.objects.all().delete()
     with pytest.raises(VersionConflict):
         stale.perform("resume", by="user:bob")
-    assert jobs() == []
+    assert queued_jobs() == []
     assert targets(task) == ["paused", "cancelled"]
 
 
@@ -108,7 +103,7 @@ def test_the_fallback_writes_the_job_in_the_same_transaction(monkeypatch):
     with CaptureQueriesContext(connection) as queries:
         task.perform("resume", by="user:alice")
     assert sent(queries) == ["BEGIN", "UPDATE", "INSERT", "INSERT", "COMMIT"]
-    assert jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
+    assert queued_jobs() == [("codex.tasks.jobs.advance_task", (task.task_id,))]
 
 
 def test_a_refused_fallback_write_commits_neither_half(monkeypatch):

@@ -10,11 +10,11 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django_q.conf import Conf
 from django_q.models import OrmQ
-from django_q.signing import SignedPackage
 
 from codex.core.models import VersionConflict
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state
+from tests.jobs import queued_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -23,11 +23,6 @@ ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 
 def paused() -> Task:
     return put_in_state(make_task(), status="paused", phase="planning")
-
-
-def jobs() -> list[tuple[str, tuple]]:
-    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
-    return [(p["func"], tuple(p["args"])) for p in packages]
 
 
 def test_the_job_row_is_written_inside_the_transition_transaction(
@@ -41,7 +36,7 @@ def test_the_job_row_is_written_inside_the_transition_transaction(
     ):
         task.perform("resume", by="user:alice")
     assert callbacks == []
-    assert jobs() == [(ADVANCE_JOB, (task.task_id,))]
+    assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]
     sent = [q["sql"].lstrip().split()[0].upper() for q in queries]
     # Inside the test's transaction: no savepoint of its own, and the job row
     # goes with the UPDATE (on PostgreSQL in its very statement).
@@ -58,7 +53,7 @@ def test_a_refused_transition_leaves_no_job():
     OrmQ.objects.all().delete()
     with pytest.raises(VersionConflict):
         stale.perform("resume", by="user:bob")
-    assert jobs() == []
+    assert queued_jobs() == []
 
 
 def test_a_rolled_back_transition_leaves_no_job():
@@ -66,9 +61,9 @@ def test_a_rolled_back_transition_leaves_no_job():
     OrmQ.objects.all().delete()
     with pytest.raises(RuntimeError), transaction.atomic():
         task.perform("resume", by="user:alice")
-        assert jobs() == [(ADVANCE_JOB, (task.task_id,))]  # not yet committed
+        assert queued_jobs() == [(ADVANCE_JOB, (task.task_id,))]  # not yet committed
         raise RuntimeError("the caller's transaction fails later")
-    assert jobs() == []
+    assert queued_jobs() == []
     assert Task.objects.get(pk=task.pk).status == "paused"
 
 
@@ -76,7 +71,7 @@ def test_a_pause_enqueues_nothing():
     task = put_in_state(make_task(), status="in_progress", phase="planning")
     OrmQ.objects.all().delete()
     task.perform("pause", by="user:alice")
-    assert jobs() == []
+    assert queued_jobs() == []
 
 
 def test_with_another_broker_the_enqueue_waits_for_the_commit(
