@@ -233,6 +233,7 @@ def end_phase_instance(
             exc,
         )
         instance.refresh_from_db()
+        instance.beat(active=True)  # the step's last sign of life all the same
         return instance
 
 

@@ -21,3 +21,18 @@ def queued_jobs() -> list[tuple[str, tuple]]:
 def queued_calls() -> list[tuple]:
     """The same as (func, *args) tuples, the shape `enqueued` fixtures record."""
     return [(func, *args) for func, args in queued_jobs()]
+
+
+def route_enqueues(monkeypatch, broker):
+    """Send every enqueue of the test process to `broker` (a django-q broker
+    object), whatever the test settings' broker is: async_task's, and, for a
+    broker that is not the ORM one, also the jobs a change would otherwise
+    write as rows of its own (codex.core.queue.job_row), as in a process
+    configured for that broker. Returns `broker`."""
+    from django_q.brokers.orm import ORM
+    from django_q.conf import Conf
+
+    monkeypatch.setattr("django_q.tasks.get_broker", lambda *args, **kw: broker)
+    if not isinstance(broker, ORM):
+        monkeypatch.setattr(Conf, "ORM", None)
+    return broker

@@ -71,12 +71,13 @@ class LoggedStateModel(VersionedLeasedModel):
         try:
             if self._state.adding:
                 # The events name the new row's id: built once it has one.
-                with one_change(using):
-                    super().save(*args, **kwargs)
-                    if pending:
-                        Event.objects.using(using or self._state.db).bulk_create(
-                            [self._build_event(dict(queued)) for queued in pending]
-                        )
+                one_change(
+                    lambda: super(LoggedStateModel, self).save(*args, **kwargs),
+                    lambda: Event.objects.using(self._state.db).bulk_create(
+                        [self._build_event(dict(queued)) for queued in pending]
+                    ),
+                    using=using,
+                )
             else:
                 self.save_with_rows(
                     lambda: super(LoggedStateModel, self).save(*args, **kwargs),

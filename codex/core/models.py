@@ -12,10 +12,11 @@ processes and machines, not only between threads.
 from __future__ import annotations
 
 import functools
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -77,29 +78,42 @@ IMMUTABLE_VALUE_TYPES = (
 )
 
 
-@contextmanager
-def one_change(using: str | None = None) -> Iterator[None]:
-    """The writes of one save (a row, its events) as one change: in a
-    transaction of their own when none is open; inside a caller's transaction,
-    part of it without a savepoint (SAVEPOINT and RELEASE are two round trips
-    per save, a fifth of a worker step's statements).
+REFUSALS = (VersionConflict, LeaseUnavailable, LeaseRequired)
+
+
+def one_change(
+    write: Callable[[], None],
+    then: Callable[[], None] | None = None,
+    *,
+    using: str | None = None,
+) -> None:
+    """Run `write()` (a versioned save) and then `then()` (what belongs to the
+    same change: its events, callbacks) as one change: in a transaction of
+    their own when none is open; inside a caller's transaction, part of it
+    without a savepoint (SAVEPOINT and RELEASE are two round trips per save, a
+    fifth of a worker step's statements).
 
     Without a savepoint an error marks the caller's whole transaction for
-    rollback, which is what a failed write should do. A refused versioned
-    write is different: it is refused before anything is written (its UPDATE
+    rollback, which is what a failed write should do. A refusal of `write`
+    itself is different: it is refused before anything is written (its UPDATE
     matched no row, or the lease was missing), and callers catch it and go on
     (an instance someone else stopped meanwhile). It is raised after the
-    block, with the caller's transaction intact.
+    block, with the caller's transaction as it was. A refusal raised by `then`
+    comes after writes and is an error like any other.
     """
     refused = None
     with transaction.atomic(using=using, savepoint=False):
+        doomed = transaction.get_rollback(using=using)
         try:
-            yield
-        except (VersionConflict, LeaseUnavailable, LeaseRequired) as exc:
+            write()
+        except REFUSALS as exc:
             refused = exc
             # Model.save_base marked the transaction for rollback on the way
-            # out; there is nothing to roll back.
-            transaction.set_rollback(False, using=using)
+            # out; nothing was written, so it goes back to what it was.
+            transaction.set_rollback(doomed, using=using)
+        else:
+            if then is not None:
+                then()
     if refused is not None:
         raise refused
 
@@ -359,15 +373,19 @@ class VersionedLeasedModel(models.Model):
                 and connection.vendor == "postgresql"
                 and not connection.in_atomic_block
             )
+
+        def write_the_rest() -> None:
+            insert_rows(self.__dict__.pop("_rows_with_update", None) or rows, using)
+            for callback in after_save:
+                callback()
+
         try:
-            # Outside a transaction the one statement is atomic by itself;
-            # _do_update opens a transaction if it falls back to two.
-            with nullcontext() if one_statement else one_change(using):
+            if one_statement:
+                # Atomic by itself; _do_update opens a transaction if it falls
+                # back to two statements.
                 save()
-                rows = self.__dict__.pop("_rows_with_update", None) or rows
-                insert_rows(rows, using)
-                for callback in after_save:
-                    callback()
+            else:
+                one_change(save, write_the_rest, using=using)
         finally:
             self.__dict__.pop("_rows_with_update", None)
 
@@ -386,9 +404,11 @@ class VersionedLeasedModel(models.Model):
         using = self._state.db or router.db_for_write(type(self), instance=self)
         connection = connections[using]
         if connection.vendor != "postgresql":
-            with one_change(using):
-                self.save(using=using)
-                insert_rows(rows, using)
+            one_change(
+                lambda: self.save(using=using),
+                lambda: insert_rows(rows, using),
+                using=using,
+            )
             return
         statement = insert_with_rows_sql(self, rows, using)
         with connection.cursor() as cursor:
@@ -722,6 +742,17 @@ def versioned_update_sql(
     return sql, params
 
 
+def typed_placeholder(field: models.Field, connection) -> str:
+    """A placeholder for `field` in a SELECT list, cast to its type (a bare
+    literal there is text to PostgreSQL), without the type's length or
+    precision: an explicit CAST to varchar(200) would cut a longer value short
+    in silence, where the INSERT into the column refuses it (DataError)."""
+    return f"CAST(%s AS {TYPMOD.sub('', field.cast_db_type(connection))})"
+
+
+TYPMOD = re.compile(r"\([^)]*\)")
+
+
 @functools.cache
 def _insert_from_updated(model: type[models.Model], using: str) -> tuple[list, str]:
     """A model's columns and its INSERT ... SELECT ... FROM updated."""
@@ -729,10 +760,7 @@ def _insert_from_updated(model: type[models.Model], using: str) -> tuple[list, s
     meta = model._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     quote = connection.ops.quote_name
-    # Typed placeholders: a bare literal in a SELECT list is text to PostgreSQL.
-    placeholders = ", ".join(
-        f"CAST(%s AS {field.cast_db_type(connection)})" for field in fields
-    )
+    placeholders = ", ".join(typed_placeholder(field, connection) for field in fields)
     sql = (
         f"INSERT INTO {quote(meta.db_table)} "
         f"({', '.join(quote(f.column) for f in fields)}) "
@@ -812,7 +840,7 @@ def insert_with_rows_sql(
             if points_at(row, field, obj):
                 values.append("created.written")
                 continue
-            values.append(f"CAST(%s AS {field.cast_db_type(connection)})")
+            values.append(typed_placeholder(field, connection))
             params.append(field.get_db_prep_save(field.pre_save(row, True), connection))
         parts.append(
             f"r{number} AS (INSERT INTO {quote(row._meta.db_table)} "

@@ -71,7 +71,9 @@ def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
     The package is the one django-q's async_task signs (id and name, func,
     args, the cluster's cached and ack_failure defaults, started; the
     pre_enqueue signal sees it), without what async_task adds around it for
-    each call: a new broker, its connection check and a log line.
+    each call: a new broker, its connection check and a log line. The signal
+    fires when the row is built, so also for one whose change is then refused
+    and never written.
     """
     from django_q.conf import Conf
 

@@ -6,10 +6,10 @@ usable, because it wrote nothing."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from codex.core.models import LeaseRequired, VersionConflict
+from codex.core.models import LeaseRequired, VersionConflict, one_change
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun
 from codex.tasks.models import Task
@@ -77,3 +77,38 @@ def test_a_failing_write_rolls_back_the_callers_whole_transaction(monkeypatch):
         run.perform("succeed", by="worker:1")
     assert Task.objects.get(pk=task.pk).status == "in_progress"
     assert AgentRun.objects.get(pk=run.pk).status == "running"
+
+
+def test_a_refusal_after_the_write_is_an_error_like_any_other():
+    task = in_progress()
+
+    def refused_later():
+        raise VersionConflict(task, 1)  # e.g. a callback's own versioned save
+
+    with transaction.atomic():
+        with pytest.raises(VersionConflict):
+            one_change(lambda: task.perform("pause", by="user:alice"), refused_later)
+        # Not taken for "nothing was written": the transaction must roll back.
+        assert transaction.get_rollback()
+    assert Task.objects.get(pk=task.pk).status == "in_progress"
+
+
+def test_a_refusal_keeps_a_transaction_that_was_already_doomed_doomed():
+    task = in_progress()
+    stale = Task.objects.get(pk=task.pk)
+    task.perform("pause", by="user:alice")
+    with transaction.atomic():
+        transaction.set_rollback(True)
+        with pytest.raises(LeaseRequired):
+            stale.pause(by="test")
+            stale.save()
+        assert transaction.get_rollback()
+
+
+@pytest.mark.postgresql
+def test_an_overlong_event_value_is_refused_not_cut_short():
+    task = in_progress()
+    with pytest.raises(DataError):
+        task.perform("pause", by="u" * 300)  # the actor column holds 200
+    assert Task.objects.get(pk=task.pk).status == "in_progress"
+    assert not Event.objects.filter(actor__startswith="uuu").exists()

@@ -35,6 +35,7 @@ from codex.tasks.models import Status, Task
 from codex.tasks.recovery import recover_stuck_tasks
 from tests.factories import make_task
 from tests.fault.services import PrivateRedis, wait_until
+from tests.jobs import route_enqueues
 from tests.workers_live.cluster import Clusters, Files, wait_for, worker_env
 from tests.workers_live.helpers import assert_side_effects_once, completions
 
@@ -63,9 +64,7 @@ def broker(private_redis, monkeypatch):
         def get_connection(list_key: str | None = None) -> redis.Redis:
             return redis.from_url(url)
 
-    instance = PrivateBroker()
-    monkeypatch.setattr("django_q.tasks.get_broker", lambda *a, **kw: instance)
-    return instance
+    return route_enqueues(monkeypatch, PrivateBroker())
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.jobs import route_enqueues
 from tests.workers_live.cluster import Clusters, Files
 
 
@@ -37,14 +38,6 @@ def enqueue_via(monkeypatch):
     given django-q broker object, whatever the test settings' broker is."""
 
     def route(broker):
-        from django_q.brokers.orm import ORM
-        from django_q.conf import Conf
-
-        monkeypatch.setattr("django_q.tasks.get_broker", lambda *args, **kw: broker)
-        if not isinstance(broker, ORM):
-            # As in a process configured for that broker: no job rows written
-            # with a change (codex.core.queue.job_row), everything through it.
-            monkeypatch.setattr(Conf, "ORM", None)
-        return broker
+        return route_enqueues(monkeypatch, broker)
 
     return route
