@@ -239,33 +239,21 @@ def end_phase_instance(
 
 def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInstance:
     instance.refresh_from_db()
-    # The step's last sign of life, written with its transition when it has one.
-    alive = instance.heartbeat_values(active=True)
-    if instance.status == InstanceStatus.TERMINATED:
-        instance.beat(active=True)
-        return instance  # stopped meanwhile (the task ended, an operator)
     outcome = result.outcome
-    if outcome == "failed":
-        instance.perform(
-            "terminate",
-            by=ACTOR,
-            reason=f"its run failed: {result.reason}"[:500],
-            also=alive,
-        )
-        return instance
-    if outcome != "done":
+    if instance.status == InstanceStatus.TERMINATED or outcome not in (
+        "failed",
+        "done",
+    ):
+        # Stopped meanwhile (the task ended, an operator), or parked (blocked,
+        # escalated) for the retry or the answer.
         instance.beat(active=True)
-        return instance  # blocked or escalated: parked for the retry or answer
+        return instance
+    if outcome == "failed":
+        return _terminate(instance, f"its run failed: {result.reason}"[:500])
     if instance.type in (InstanceType.PLANNING, InstanceType.REVIEW):
         if instance.role == Role.REVIEWER and _approved(result):
             _pr_created(instance.parent, task)
-        instance.perform(
-            "terminate",
-            by=ACTOR,
-            reason=f"{instance.role} run of {task.phase} done",
-            also=alive,
-        )
-        return instance
+        return _terminate(instance, f"{instance.role} run of {task.phase} done")
     instance.beat(active=True)
     if task.phase == "release" and result.merged:
         _pr_created(instance, task)
@@ -274,6 +262,17 @@ def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInsta
             instance.perform("merged", by=ACTOR, reason="the release merged it")
         stop_task_instances(task, reason="the task was released")
         instance.refresh_from_db()
+    return instance
+
+
+def _terminate(instance: AgentInstance, reason: str) -> AgentInstance:
+    """The step's end ends the instance; its last heartbeat goes with it."""
+    instance.perform(
+        "terminate",
+        by=ACTOR,
+        reason=reason,
+        also=instance.heartbeat_values(active=True),
+    )
     return instance
 
 

@@ -34,6 +34,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.common import figure, qcluster, quiet_queue, wait_until
@@ -59,48 +60,52 @@ def _cpu_jiffies() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
+def _processes(match) -> Iterator[tuple[Path, list[str]]]:
+    """The live processes `match(name, fields)` accepts: their /proc folder
+    and the fields of their stat after the name (fields[2] is the process
+    group, [11:15] utime, stime, cutime, cstime)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # it ended meanwhile
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if match(name, fields):
+            yield entry, fields
+
+
 def _process_cpu(match) -> dict[str, float]:
-    """CPU seconds of the live processes `match(fields, name)` accepts, each
+    """CPU seconds of the processes `match` accepts (see _processes), each
     split into its own (utime + stime) and its reaped children's (cutime +
     cstime: the git and pytest runs a worker waited for, the backends the
     postmaster reaped)."""
-    ticks = os.sysconf("SC_CLK_TCK")
     own = children = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if not match(fields, name):
-            continue
+    for _, fields in _processes(match):
         own += int(fields[11]) + int(fields[12])
         children += int(fields[13]) + int(fields[14])
-    return {"own": own / ticks, "children": children / ticks}
+    return {"own": own / ticks_per_second(), "children": children / ticks_per_second()}
+
+
+def _in_group(pgid: int):
+    return lambda name, fields: int(fields[2]) == pgid
 
 
 def _group_cpu(pgid: int) -> dict[str, float]:
-    """The cluster's process group (field 5, pgrp, counted after the name)."""
-    return _process_cpu(lambda fields, name: int(fields[2]) == pgid)
+    """The cluster's process group: its workers with their git and pytest."""
+    return _process_cpu(_in_group(pgid))
 
 
 def _peak_rss_mb(pgid: int) -> float:
-    """The highest peak resident memory (VmHWM) of the cluster's Python
-    processes: its workers, after the agent sessions they ran."""
+    """The highest peak resident memory (VmHWM) of the cluster's processes:
+    its workers, after the agent sessions they ran."""
     peak = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry, _ in _processes(_in_group(pgid)):
         try:
-            stat = (entry / "stat").read_text()
             status = (entry / "status").read_text()
         except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) != pgid or "(python" not in stat:
             continue
         for line in status.splitlines():
             if line.startswith("VmHWM:"):
@@ -111,7 +116,7 @@ def _peak_rss_mb(pgid: int) -> float:
 def _postgresql_cpu() -> float:
     """CPU seconds of every PostgreSQL process of the machine (the bench's
     backends, the postmaster with the backends it reaped, the writers)."""
-    cpu = _process_cpu(lambda fields, name: name.startswith("postgres"))
+    cpu = _process_cpu(lambda name, fields: name.startswith("postgres"))
     return cpu["own"] + cpu["children"]
 
 

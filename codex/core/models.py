@@ -11,8 +11,6 @@ processes and machines, not only between threads.
 
 from __future__ import annotations
 
-import functools
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,6 +24,8 @@ from django.db import connections, models, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
+
+from codex.core import statements
 
 
 class VersionConflict(Exception):
@@ -307,11 +307,11 @@ class VersionedLeasedModel(models.Model):
             and connections[using].vendor == "postgresql"
             and not base_qs.query.where
         ):
-            update = versioned_update_sql(
+            update = statements.versioned_update_sql(
                 self, using, pk_val, expected, now, self.held_lease, values
             )
             if update is not None:
-                if update_with_rows(update, rows, using):
+                if statements.update_with_rows(update, rows, using):
                     return True
                 self._raise_write_refused(expected, now)
         allowed = lease_is_free(now)
@@ -323,7 +323,7 @@ class VersionedLeasedModel(models.Model):
             # no transaction: the UPDATE and its rows need one here.
             with transaction.atomic(using=using):
                 if filtered._update(values) > 0:
-                    insert_rows(rows, using)
+                    statements.insert_rows(rows, using)
                     return True
         elif filtered._update(values) > 0:
             if rows:  # not in one statement: the caller writes them
@@ -354,76 +354,46 @@ class VersionedLeasedModel(models.Model):
         using: str | None = None,
     ) -> None:
         """Run `save()` (this model's save) and write `rows` (unsaved rows that
-        belong to the change: its events, the next step's job) and then the
-        `after_save` callbacks with it, as one change.
+        belong to the change: its events, the next step's job; a foreign key of
+        theirs may point at a new self) and then the `after_save` callbacks
+        with it, as one change.
 
-        An UPDATE goes to `_do_update` with its rows: on PostgreSQL they are
-        one statement (update_with_rows), which outside a transaction needs no
-        BEGIN/COMMIT either; elsewhere they are handed back and written here.
-        Inside a caller's transaction there is no savepoint (see one_change).
+        On PostgreSQL the row and its rows are one statement (codex.core.
+        statements), atomic by itself, so outside a transaction no BEGIN/COMMIT
+        is sent either: an UPDATE goes to `_do_update` with its rows, a new row
+        is inserted with them (like bulk_create, without model signals).
+        Elsewhere, or with callbacks, they are written one after the other in
+        one transaction. Inside a caller's transaction there is no savepoint
+        (see one_change); an IntegrityError of the one statement aborts that
+        transaction (PostgreSQL), so a caller that tries again keeps a
+        savepoint of its own.
         """
-        using = using or self._state.db
-        one_statement = False
+        using = using or self._state.db or router.db_for_write(type(self))
+        connection = transaction.get_connection(using)
+        in_one_statement = bool(rows) and connection.vendor == "postgresql"
+        if in_one_statement and self._state.adding and not after_save:
+            statements.insert_with_rows(self, rows, using)
+            self._remember_loaded_state()
+            return
         if rows and not self._state.adding:
             self._rows_with_update = rows
             rows = []
-            connection = transaction.get_connection(using)
-            one_statement = (
-                not after_save
-                and connection.vendor == "postgresql"
-                and not connection.in_atomic_block
-            )
 
         def write_the_rest() -> None:
-            insert_rows(self.__dict__.pop("_rows_with_update", None) or rows, using)
+            left = self.__dict__.pop("_rows_with_update", None) or rows
+            statements.insert_rows(left, using)
             for callback in after_save:
                 callback()
 
         try:
-            if one_statement:
-                # Atomic by itself; _do_update opens a transaction if it falls
-                # back to two statements.
+            if in_one_statement and not after_save and not connection.in_atomic_block:
+                # _do_update opens a transaction if it falls back to two.
                 save()
+                write_the_rest()  # nothing, unless no UPDATE was needed
             else:
                 one_change(save, write_the_rest, using=using)
         finally:
             self.__dict__.pop("_rows_with_update", None)
-
-    def insert_with_rows(self, rows: list[models.Model]) -> None:
-        """INSERT this new row and `rows` (its creation event, its first job;
-        a foreign key of theirs may point at this row) as one change.
-
-        On PostgreSQL it is one statement, a data-modifying CTE, atomic by
-        itself: outside a transaction no BEGIN/COMMIT is sent (five round
-        trips to one). Like QuerySet.bulk_create it sends no model signals.
-        Elsewhere it is a save and an INSERT per model in one transaction.
-        An IntegrityError leaves nothing behind either way; inside a caller's
-        transaction it aborts that transaction (PostgreSQL), so a caller that
-        tries again (a taken id) keeps a savepoint around this.
-        """
-        using = self._state.db or router.db_for_write(type(self), instance=self)
-        connection = connections[using]
-        if connection.vendor != "postgresql":
-            one_change(
-                lambda: self.save(using=using),
-                lambda: insert_rows(rows, using),
-                using=using,
-            )
-            return
-        statement = insert_with_rows_sql(self, rows, using)
-        with connection.cursor() as cursor:
-            cursor.execute(*statement)
-            written = cursor.fetchone()
-        self.pk = written[0]
-        for obj in (self, *rows):
-            obj._state.adding = False
-            obj._state.db = using
-        for row, pk_value in zip(rows, written[1:], strict=True):
-            row.pk = pk_value
-            for field in row._meta.concrete_fields:
-                if points_at(row, field, self):
-                    setattr(row, field.attname, self.pk)
-        self._remember_loaded_state()
 
     # -- leases ----------------------------------------------------------------
 
@@ -697,173 +667,6 @@ class VersionedLeasedModel(models.Model):
         self, previous_holder: str | None, *, by: str, reason: str
     ) -> None:
         """Called (inside the transaction) after an operator broke the lease."""
-
-
-def versioned_update_sql(
-    obj: models.Model,
-    using: str,
-    pk_val: Any,
-    expected: int,
-    now: datetime,
-    holder: str | None,
-    values: list,
-) -> tuple[str, list] | None:
-    """The UPDATE `_do_update` sends (the version read, a free, expired or
-    `holder`'s lease, in its WHERE clause), written out directly: building it
-    through a queryset and its compiler was a third of a transition's CPU.
-    None when a value needs the ORM's compiler (an expression, a placeholder).
-    """
-    connection = connections[using]
-    meta = obj._meta
-    quote = connection.ops.quote_name
-    assignments, params = [], []
-    for field, _model, value in values:
-        if hasattr(value, "resolve_expression") or hasattr(field, "get_placeholder"):
-            return None
-        if hasattr(value, "prepare_database_save"):
-            return None  # a model instance: the compiler turns it into its key
-        assignments.append(f"{quote(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    expires = meta.get_field("lease_expires_at")
-    lease = f"{quote('lease_holder')} IS NULL OR {quote(expires.column)} <= %s"
-    params += [
-        meta.pk.get_db_prep_value(pk_val, connection),
-        expected,
-        expires.get_db_prep_value(now, connection),
-    ]
-    if holder:
-        lease += f" OR {quote('lease_holder')} = %s"
-        params.append(holder)
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {quote(meta.pk.column)} = %s AND {quote('version')} = %s "
-        f"AND ({lease})"
-    )
-    return sql, params
-
-
-def typed_placeholder(field: models.Field, connection) -> str:
-    """A placeholder for `field` in a SELECT list, cast to its type (a bare
-    literal there is text to PostgreSQL), without the type's length or
-    precision: an explicit CAST to varchar(200) would cut a longer value short
-    in silence, where the INSERT into the column refuses it (DataError)."""
-    return f"CAST(%s AS {TYPMOD.sub('', field.cast_db_type(connection))})"
-
-
-TYPMOD = re.compile(r"\([^)]*\)")
-
-
-@functools.cache
-def _insert_from_updated(model: type[models.Model], using: str) -> tuple[list, str]:
-    """A model's columns and its INSERT ... SELECT ... FROM updated."""
-    connection = connections[using]
-    meta = model._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    quote = connection.ops.quote_name
-    placeholders = ", ".join(typed_placeholder(field, connection) for field in fields)
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in fields)}) "
-        f"SELECT {placeholders} FROM updated "
-        f"RETURNING {quote(meta.pk.column)} AS written"
-    )
-    return fields, sql
-
-
-def update_with_rows(
-    update: tuple[str, list], rows: list[models.Model], using: str
-) -> bool:
-    """PostgreSQL: a one-row UPDATE (`update`: sql, params) and the INSERT of
-    each of `rows` (its events, a job) in one statement, a data-modifying CTE.
-    The rows are written only when the UPDATE matched, so it all stays one
-    change; True when it did. One round trip instead of one per row.
-    """
-    connection = connections[using]
-    update_sql, params = update
-    parts = [f"updated AS ({update_sql} RETURNING 1)"]
-    params = list(params)
-    for number, row in enumerate(rows):
-        fields, insert_sql = _insert_from_updated(type(row), using)
-        parts.append(f"r{number} AS ({insert_sql})")
-        params += [
-            field.get_db_prep_save(field.pre_save(row, True), connection)
-            for field in fields
-        ]
-    columns = ", ".join(f"r{n}.written" for n in range(len(rows)))
-    tables = " CROSS JOIN ".join(f"r{n}" for n in range(len(rows)))
-    sql = f"WITH {', '.join(parts)} SELECT {columns} FROM {tables}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        written = cursor.fetchone()
-    if written is None:
-        return False
-    for row, pk_value in zip(rows, written, strict=True):
-        row.pk = pk_value
-        row._state.adding = False
-        row._state.db = using
-    return True
-
-
-def points_at(row: models.Model, field: models.Field, obj: models.Model) -> bool:
-    """Whether `field` of `row` is a foreign key set to the object `obj`."""
-    return (
-        field.is_relation
-        and field.is_cached(row)
-        and field.get_cached_value(row) is obj
-    )
-
-
-def insert_with_rows_sql(
-    obj: models.Model, rows: list[models.Model], using: str
-) -> tuple[str, list]:
-    """The statement of VersionedLeasedModel.insert_with_rows: INSERT `obj`
-    RETURNING its key, then each of `rows` INSERT ... SELECT ... FROM created,
-    a foreign key to `obj` read from created."""
-    connection = connections[using]
-    quote = connection.ops.quote_name
-    meta = obj._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(quote(f.column) for f in fields)
-    params = [
-        field.get_db_prep_save(field.pre_save(obj, True), connection)
-        for field in fields
-    ]
-    placeholders = ", ".join(["%s"] * len(fields))
-    parts = [
-        f"created AS (INSERT INTO {quote(meta.db_table)} ({columns}) "
-        f"VALUES ({placeholders}) RETURNING {quote(meta.pk.column)} AS written)"
-    ]
-    for number, row in enumerate(rows):
-        row_fields = [f for f in row._meta.concrete_fields if not f.primary_key]
-        values = []
-        for field in row_fields:
-            if points_at(row, field, obj):
-                values.append("created.written")
-                continue
-            values.append(typed_placeholder(field, connection))
-            params.append(field.get_db_prep_save(field.pre_save(row, True), connection))
-        parts.append(
-            f"r{number} AS (INSERT INTO {quote(row._meta.db_table)} "
-            f"({', '.join(quote(f.column) for f in row_fields)}) "
-            f"SELECT {', '.join(values)} FROM created "
-            f"RETURNING {quote(row._meta.pk.column)} AS written)"
-        )
-    names = ["created", *(f"r{n}" for n in range(len(rows)))]
-    sql = (
-        f"WITH {', '.join(parts)} "
-        f"SELECT {', '.join(f'{name}.written' for name in names)} "
-        f"FROM {' CROSS JOIN '.join(names)}"
-    )
-    return sql, params
-
-
-def insert_rows(rows: list[models.Model], using: str) -> None:
-    """INSERT `rows` (of one or more models), one bulk INSERT per model."""
-    by_model: dict[type[models.Model], list[models.Model]] = {}
-    for row in rows:
-        by_model.setdefault(type(row), []).append(row)
-    for model, objs in by_model.items():
-        model._base_manager.db_manager(using).bulk_create(objs)
 
 
 class VersionedQuerySet(models.QuerySet):

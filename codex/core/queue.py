@@ -3,10 +3,10 @@
 A job enqueued inside a transaction that later rolls back would act on rows that
 never existed; a job enqueued before commit may run before its rows are visible.
 `enqueue_on_commit` is therefore the way the code base hands work to django-q2;
-`enqueue_with_transaction` writes the job with the transaction itself when the
-broker is the same database (the ORM broker), and defers to the former otherwise
-(`job_row` is that row, for a caller that writes it in its own statement);
-`broker_after_commit` is a cheaper ORM broker for a hot on-commit enqueue.
+`job_row` is the ORM broker's row of a job, for a change that writes it with
+itself when the broker is the same database (a transactional outbox: see
+Task.enqueue_with_save); `broker_after_commit` is a cheaper ORM broker for a hot
+on-commit enqueue.
 """
 
 from __future__ import annotations
@@ -104,21 +104,3 @@ def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
         payload=SignedPackage.dumps(package),
         lock=timezone.now(),
     )
-
-
-def enqueue_with_transaction(
-    func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS
-) -> None:
-    """Enqueue `func_path(*args)` as part of the current transaction on `using`.
-
-    With the ORM broker on that same database the job row is written inside
-    the transaction (a transactional outbox): it exists if and only if the
-    transaction commits, and no worker can read it before then, so it needs
-    neither an `on_commit` callback nor a commit of its own. With Redis, or
-    when jobs run inline, the enqueue waits for the commit (`enqueue_on_commit`).
-    """
-    row = job_row(func_path, *args, using=using)
-    if row is None:
-        enqueue_on_commit(func_path, *args)
-        return
-    row.save(using=using, force_insert=True)

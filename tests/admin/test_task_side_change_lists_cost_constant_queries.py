@@ -50,7 +50,7 @@ def add_rows(model, count: int) -> None:
         elif model is Escalation:
             Escalation.objects.create(task=task, phase="intake", reason="security")
         elif model is Artifact:
-            Artifact.store(task, "spec.md", f"# {task.task_id}")
+            Artifact.store_all(task, {"spec.md": f"# {task.task_id}"})
         elif model is VerificationReport:
             VerificationReport.objects.create(
                 task=task, cycle=1, recommendation="approve"

@@ -31,7 +31,7 @@ USAGE = {"input_tokens": 900, "output_tokens": 40}
 @pytest.fixture
 def task(db):
     task = make_task(issue_number=7, title="Add multiplication")
-    Artifact.store(task, "plan.md", PLAN)
+    Artifact.store_all(task, {"plan.md": PLAN})
     return task
 
 

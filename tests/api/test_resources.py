@@ -56,9 +56,9 @@ def test_events_oldest_first_and_filtered(api_client):
 
 def test_artifacts_with_content(api_client):
     task = make_task()
-    Artifact.store(task, "spec.md", "# Spec v1")
-    Artifact.store(task, "spec.md", "# Spec v2")
-    Artifact.store(task, "plan.md", "# Plan")
+    Artifact.store_all(task, {"spec.md": "# Spec v1"})
+    Artifact.store_all(task, {"spec.md": "# Spec v2"})
+    Artifact.store_all(task, {"plan.md": "# Plan"})
     items = results(api_client.get(f"/api/tasks/{task.task_id}/artifacts/"))
     assert {i["content"] for i in items} == {"# Spec v1", "# Spec v2", "# Plan"}
     spec = results(

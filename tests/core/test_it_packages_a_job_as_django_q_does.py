@@ -6,8 +6,6 @@ django-q's async_task signs, or a worker would run something else or nothing.
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import OrmQ
@@ -15,7 +13,7 @@ from django_q.signals import pre_enqueue
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
-from codex.core.queue import enqueue_with_transaction, job_row
+from codex.core.queue import job_row
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +42,7 @@ def test_the_row_carries_the_package_async_task_would_send():
 
 def test_the_broker_hands_a_written_row_to_a_worker():
     OrmQ.objects.all().delete()
-    enqueue_with_transaction(JOB, "FEAT-2")
+    job_row(JOB, "FEAT-2").save()
     [(_, payload)] = get_broker().dequeue()
     assert SignedPackage.loads(payload)["args"] == ("FEAT-2",)
 
@@ -61,12 +59,6 @@ def test_pre_enqueue_receivers_see_the_package():
     finally:
         pre_enqueue.disconnect(receiver)
     assert seen == [JOB]
-
-
-def test_enqueue_with_transaction_is_one_insert():
-    with CaptureQueriesContext(connection) as queries:
-        enqueue_with_transaction(JOB, "FEAT-4")
-    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["INSERT"]
 
 
 def test_no_row_when_jobs_do_not_go_through_this_database(settings, monkeypatch):

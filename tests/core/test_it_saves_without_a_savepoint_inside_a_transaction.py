@@ -73,7 +73,9 @@ def test_a_failing_write_rolls_back_the_callers_whole_transaction(monkeypatch):
     with pytest.raises(RuntimeError), transaction.atomic():
         task.perform("pause", by="user:alice")
         monkeypatch.setattr(type(Event._base_manager), "bulk_create", refuse)
-        monkeypatch.setattr("codex.core.models.versioned_update_sql", lambda *a: None)
+        monkeypatch.setattr(
+            "codex.core.statements.versioned_update_sql", lambda *a: None
+        )
         run.perform("succeed", by="worker:1")
     assert Task.objects.get(pk=task.pk).status == "in_progress"
     assert AgentRun.objects.get(pk=run.pk).status == "running"

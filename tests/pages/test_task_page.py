@@ -120,14 +120,16 @@ def test_bad_phase_progress_does_not_break_the_page(member_client):
 
 def test_artifacts_render_markdown_safely_latest_version(member_client):
     task = make_task()
-    Artifact.store(task, "spec.md", "# Old spec")
-    Artifact.store(
+    Artifact.store_all(task, {"spec.md": "# Old spec"})
+    Artifact.store_all(
         task,
-        "spec.md",
-        "# Spec\n\n<script>alert(1)</script>\n\n[click](javascript:alert(2))\n\n"
-        "![pixel](https://evil.example/p.png)\n\n- a `<b>` tag",
+        {
+            "spec.md": "# Spec\n\n<script>alert(1)</script>\n\n"
+            "[click](javascript:alert(2))\n\n"
+            "![pixel](https://evil.example/p.png)\n\n- a `<b>` tag"
+        },
     )
-    Artifact.store(task, "plan.md", "## Plan")
+    Artifact.store_all(task, {"plan.md": "## Plan"})
 
     content = page(member_client, task).content.decode()
 
@@ -250,7 +252,7 @@ def test_fragment_full_timeline_and_documents_key(member_client):
     assert before["timeline_html"].count("<tr ") == 3
     assert before["events_hidden"] == 0
 
-    Artifact.store(task, "spec.md", "# Spec")
+    Artifact.store_all(task, {"spec.md": "# Spec"})
     after = fragment(member_client, task, full="1")
     assert after["documents_key"] != before["documents_key"]
 
@@ -289,8 +291,8 @@ def test_constant_queries_with_5_or_50_events(
     for task, count in ((few, 5), (many, 50)):
         add_events(task, count)
         run(task, "0.1", 10)
-        Artifact.store(task, "spec.md", "# Spec")
-        Artifact.store(task, "plan.md", "# Plan")
+        Artifact.store_all(task, {"spec.md": "# Spec"})
+        Artifact.store_all(task, {"plan.md": "# Plan"})
 
     assert count_queries(few) == count_queries(many)
     with django_assert_max_num_queries(12):

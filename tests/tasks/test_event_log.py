@@ -62,7 +62,7 @@ def test_each_transition_writes_exactly_one_event(
 
 def test_phase_transition_event_has_field_phase_and_default_reason():
     task = put_in_state(make_task(), status="in_progress", phase="intake")
-    Artifact.store(task, "spec.md", "# Feature")
+    Artifact.store_all(task, {"spec.md": "# Feature"})
 
     task.perform("begin_planning", by="agent:pm")
 
@@ -84,7 +84,7 @@ def test_block_event_carries_the_retry_delay():
 def test_a_tasks_events_in_order_tell_its_story():
     task = make_task()
     task.perform("start", by="worker:1")
-    Artifact.store(task, "spec.md", "# Feature")
+    Artifact.store_all(task, {"spec.md": "# Feature"})
     task.perform("begin_planning", by="agent:pm")
     task.perform("pause", by="user:alice", reason="holiday")
     task.perform("resume", by="user:alice")

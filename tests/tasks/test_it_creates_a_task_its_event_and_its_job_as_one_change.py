@@ -1,5 +1,5 @@
 """A new task, its creation event and its first step's job row are one change
-(codex.core.models VersionedLeasedModel.insert_with_rows): on PostgreSQL one
+(VersionedLeasedModel.save_with_rows, codex.core.statements): on PostgreSQL one
 statement, atomic by itself, so outside a transaction no BEGIN/COMMIT either;
 a taken task id is tried again and leaves nothing of the failed attempt."""
 
@@ -45,7 +45,7 @@ def test_it_writes_all_three_rows():
     assert task.version == 1 and task.status == "pending"
 
 
-def test_outside_a_transaction_it_is_one_statement_on_postgresql():
+def test_outside_a_transaction_one_statement_on_postgresql_one_transaction_else():
     repository = make_repository()
     with CaptureQueriesContext(connection) as queries:
         create(repository=repository)

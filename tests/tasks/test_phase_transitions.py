@@ -51,13 +51,13 @@ def prepare(edge: str, broken: str | None = None, status: str = "in_progress"):
     fields: dict = {}
     if edge == "begin_planning":
         if broken != "spec":
-            Artifact.store(task, "spec.md", "# Feature: login")
+            Artifact.store_all(task, {"spec.md": "# Feature: login"})
         fields["needs_clarification"] = broken == "clarification"
     elif edge == "begin_implementation":
         if broken != "plan":
-            Artifact.store(task, "plan.md", "# Plan")
+            Artifact.store_all(task, {"plan.md": "# Plan"})
         if broken != "tasks":
-            Artifact.store(task, "tasks.md", "- [ ] T1")
+            Artifact.store_all(task, {"tasks.md": "- [ ] T1"})
         fields["total_tasks"] = 0 if broken == "task_count" else 3
     elif edge == "begin_verification":
         fields["total_tasks"] = 3

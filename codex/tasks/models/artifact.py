@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db import IntegrityError, models, transaction
+from django.db import models
 from django.utils import timezone
 
 # Spec 002 §5.1: which container each document lives in.
@@ -73,18 +73,3 @@ class Artifact(models.Model):
         if rows:
             cls.objects.bulk_create(rows, ignore_conflicts=True)
         return [row.path for row in rows]
-
-    @classmethod
-    def store(cls, task, name: str, content: str) -> Artifact:
-        """Save `content` as `name` of `task`; idempotent for identical content."""
-        digest = hashlib.sha256(content.encode()).hexdigest()
-        existing = cls.objects.filter(task=task, name=name, sha256=digest).first()
-        if existing is not None:
-            return existing
-        try:
-            with transaction.atomic():
-                return cls.objects.create(
-                    task=task, name=name, sha256=digest, content=content
-                )
-        except IntegrityError:  # stored concurrently by a redelivered job
-            return cls.objects.get(task=task, name=name, sha256=digest)

@@ -152,33 +152,28 @@ class TaskQuerySet(VersionedQuerySet):
                 if f.name not in (*REQUEST_FIELDS, "created_by")
             ]
         )
+        connection = transaction.get_connection(self.db)
         for _ in range(5):
             task.task_id = new_task_id()
-            created = Event(
-                task=task,
-                kind=EventKind.CREATED,
-                target=task.status,
-                actor=actor or f"intake:{created_by}",
+            task.record(
+                EventKind.CREATED,
+                by=actor or f"intake:{created_by}",
                 reason="task created",
+                target=task.status,
                 data={"idempotency_key": idempotency_key} if idempotency_key else {},
             )
-            # The first step's job row goes with them (ORM broker), else it is
-            # sent once they commit.
-            job = job_row(ADVANCE_JOB, task.task_id, using=self.db)
+            task.enqueue_with_save(ADVANCE_JOB, task.task_id)
+            # Inside a caller's transaction a savepoint, so that a taken id or
+            # key can be tried again; outside one the save is one statement
+            # (PostgreSQL, see save_with_rows) or a transaction of its own.
+            retry_point = (
+                transaction.atomic(using=self.db)
+                if connection.in_atomic_block
+                else nullcontext()
+            )
             try:
-                # Inside a caller's transaction a savepoint, so that a taken
-                # id or key can be tried again; outside one, the one statement
-                # of insert_with_rows is atomic by itself.
-                connection = transaction.get_connection(self.db)
-                retry_point = (
-                    transaction.atomic(using=self.db)
-                    if connection.in_atomic_block
-                    else nullcontext()
-                )
                 with retry_point:
-                    task.insert_with_rows([created, *([job] if job else [])])
-                    if job is None:
-                        enqueue_on_commit(ADVANCE_JOB, task.task_id)
+                    task.save(using=self.db)
                 return task, True
             except IntegrityError:
                 task.pk = None

@@ -1,0 +1,215 @@
+"""One-statement writes on PostgreSQL, for codex.core.models.
+
+A change and the rows that belong to it (its events, the next step's job row)
+are sent as one data-modifying CTE: the rows are inserted only when the change
+applied, atomically and in one round trip, with no BEGIN/COMMIT needed around
+it outside a transaction:
+
+    WITH updated AS (UPDATE ... RETURNING 1),         -- or: created AS (INSERT
+         r0 AS (INSERT ... SELECT ... FROM updated      --  ... RETURNING id AS
+                RETURNING id AS written),               --  written), a row's
+         r1 AS (...)                                    --  key to it read from
+    SELECT r0.written, r1.written FROM r0 CROSS JOIN r1 --  created.written
+
+The statement text depends only on the models (and, for an INSERT, on which
+field of a row points at the new one), so it is built once per model.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime
+from typing import Any
+
+from django.db import connections, models
+
+
+def versioned_update_sql(
+    obj: models.Model,
+    using: str,
+    pk_val: Any,
+    expected: int,
+    now: datetime,
+    holder: str | None,
+    values: list,
+) -> tuple[str, list] | None:
+    """The UPDATE `_do_update` sends (the version read, a free, expired or
+    `holder`'s lease, in its WHERE clause), written out directly: building it
+    through a queryset and its compiler was a third of a transition's CPU.
+    None when a value needs the ORM's compiler (an expression, a placeholder).
+    """
+    connection = connections[using]
+    meta = obj._meta
+    quote = connection.ops.quote_name
+    assignments, params = [], []
+    for field, _model, value in values:
+        if hasattr(value, "resolve_expression") or hasattr(field, "get_placeholder"):
+            return None
+        if hasattr(value, "prepare_database_save"):
+            return None  # a model instance: the compiler turns it into its key
+        assignments.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    expires = meta.get_field("lease_expires_at")
+    lease = f"{quote('lease_holder')} IS NULL OR {quote(expires.column)} <= %s"
+    params += [
+        meta.pk.get_db_prep_value(pk_val, connection),
+        expected,
+        expires.get_db_prep_value(now, connection),
+    ]
+    if holder:
+        lease += f" OR {quote('lease_holder')} = %s"
+        params.append(holder)
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {', '.join(assignments)} "
+        f"WHERE {quote(meta.pk.column)} = %s AND {quote('version')} = %s "
+        f"AND ({lease})"
+    )
+    return sql, params
+
+
+# A type's length or precision: "varchar(200)", "numeric(10, 4)".
+TYPMOD = re.compile(r"\([^)]*\)")
+
+
+def typed_placeholder(field: models.Field, connection) -> str:
+    """A placeholder for `field` in a SELECT list, cast to its type (a bare
+    literal there is text to PostgreSQL), without the type's length or
+    precision: an explicit CAST to varchar(200) would cut a longer value short
+    in silence, where the INSERT into the column refuses it (DataError)."""
+    return f"CAST(%s AS {TYPMOD.sub('', field.cast_db_type(connection))})"
+
+
+@functools.cache
+def _insert_select(
+    model: type[models.Model], using: str, source: str, link: str | None
+) -> tuple[list[models.Field], str]:
+    """INSERT INTO model ... SELECT ... FROM `source`, its key returned as
+    `written`; the field named `link` (attname) takes `source`.written. Returns
+    the fields that take parameters, in order, and the text."""
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    values = [
+        f"{source}.written" if f.attname == link else typed_placeholder(f, connection)
+        for f in fields
+    ]
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"SELECT {', '.join(values)} FROM {source} "
+        f"RETURNING {quote(meta.pk.column)} AS written"
+    )
+    return [f for f in fields if f.attname != link], sql
+
+
+@functools.cache
+def _insert_values(model: type[models.Model], using: str) -> tuple[list, str]:
+    """INSERT INTO model ... VALUES ..., its key returned as `written`."""
+    quote = connections[using].ops.quote_name
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"RETURNING {quote(meta.pk.column)} AS written"
+    )
+    return fields, sql
+
+
+def _prepared(fields: list[models.Field], obj: models.Model, connection) -> list:
+    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+def points_at(row: models.Model, field: models.Field, obj: models.Model) -> bool:
+    """Whether `field` of `row` is a foreign key set to the object `obj`."""
+    return (
+        field.is_relation
+        and field.is_cached(row)
+        and field.get_cached_value(row) is obj
+    )
+
+
+def _with_rows(
+    first: tuple[str, str, list],
+    rows: list[models.Model],
+    using: str,
+    parent: models.Model | None = None,
+) -> tuple | None:
+    """Send `first` (its name, text and parameters) and an INSERT of each of
+    `rows` after it, as one statement; a row's key to `parent` is first's
+    `written`. Returns the keys written (first's, when it returns one, then
+    the rows'), None when `first` changed nothing; the rows are saved then."""
+    connection = connections[using]
+    name, first_sql, params = first
+    parts, names = [f"{name} AS ({first_sql})"], []
+    params = list(params)
+    for number, row in enumerate(rows):
+        link = next(
+            (
+                f.attname
+                for f in row._meta.concrete_fields
+                if parent is not None and points_at(row, f, parent)
+            ),
+            None,
+        )
+        fields, sql = _insert_select(type(row), using, name, link)
+        parts.append(f"r{number} AS ({sql})")
+        names.append(f"r{number}")
+        params += _prepared(fields, row, connection)
+    if parent is not None:
+        names.insert(0, name)
+    sql = (
+        f"WITH {', '.join(parts)} "
+        f"SELECT {', '.join(f'{n}.written' for n in names)} "
+        f"FROM {' CROSS JOIN '.join(names)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        written = cursor.fetchone()
+    if written is None:
+        return None
+    for row, key in zip(rows, written[-len(rows) :], strict=True):
+        row.pk = key
+        row._state.adding = False
+        row._state.db = using
+    return written
+
+
+def update_with_rows(
+    update: tuple[str, list], rows: list[models.Model], using: str
+) -> bool:
+    """A one-row UPDATE (`update`: sql, params) and the INSERT of each of
+    `rows` (its events, a job) in one statement; the rows are written only
+    when the UPDATE matched. True when it did."""
+    update_sql, params = update
+    first = ("updated", f"{update_sql} RETURNING 1", params)
+    return _with_rows(first, rows, using) is not None
+
+
+def insert_with_rows(obj: models.Model, rows: list[models.Model], using: str) -> None:
+    """INSERT the new `obj` and each of `rows` in one statement; a foreign key
+    of a row set to `obj` takes its new key. Sets the keys on all of them."""
+    connection = connections[using]
+    fields, sql = _insert_values(type(obj), using)
+    first = ("created", sql, _prepared(fields, obj, connection))
+    written = _with_rows(first, rows, using, parent=obj)
+    obj.pk = written[0]
+    obj._state.adding = False
+    obj._state.db = using
+    for row in rows:
+        for field in row._meta.concrete_fields:
+            if points_at(row, field, obj):
+                setattr(row, field.attname, obj.pk)
+
+
+def insert_rows(rows: list[models.Model], using: str) -> None:
+    """INSERT `rows` (of one or more models), one bulk INSERT per model: how
+    the rows of a change are written where one statement is not available."""
+    by_model: dict[type[models.Model], list[models.Model]] = {}
+    for row in rows:
+        by_model.setdefault(type(row), []).append(row)
+    for model, objs in by_model.items():
+        model._base_manager.db_manager(using).bulk_create(objs)
