@@ -306,6 +306,32 @@ class LivePipeline:
             Task.objects.filter(task_id__in=task_ids).values_list("status", flat=True)
         )
 
+    @staticmethod
+    def not_completed(task_ids: list[str]) -> dict[str, list[str]]:
+        """Why each task that did not complete stopped: its status, errors and
+        last events, so that a failed run can be read without running it again."""
+        from codex.events.models import Event
+        from codex.tasks.models import Task
+
+        why = {}
+        for task in Task.objects.filter(task_id__in=task_ids).exclude(
+            status="completed"
+        ):
+            events = Event.objects.filter(task=task).order_by("-created_at", "-id")
+            why[task.task_id] = [
+                f"{task.status} in {task.phase}",
+                *(
+                    f"error in {error['phase']} ({error['code']}): {error['message']}"
+                    for error in task.errors
+                ),
+                *(
+                    f"{event.kind} {event.field} {event.source}->{event.target} "
+                    f"by {event.actor}: {event.reason}"
+                    for event in reversed(events[:12])
+                ),
+            ]
+        return why
+
     def wait_settled(
         self,
         task_ids: list[str],

@@ -43,7 +43,13 @@ from codex.core.errors import (
     classify_kind,
     make_error,
 )
-from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
+from integrations.git.runner import (
+    SOURCE,
+    URL_USERINFO,
+    git,
+    lock_inherited,
+    run_git,
+)
 
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
@@ -63,6 +69,9 @@ PUSH_TRIES = 3
 MERGE_TRIES = 3
 MERGE_METHODS = ("merge", "squash", "rebase")
 LOCK_FILE = "codex.lock"
+# Fetches into a mirror run again when a ref they update was locked by another
+# git (runner.git's busy_tries).
+FETCH_TRIES = 3
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -88,14 +97,15 @@ def identity_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def locked(repo: Path) -> Iterator[None]:
-    """Hold the exclusive lock of git folder `repo` (created if missing)."""
+    """Hold the exclusive lock of git folder `repo` (created if missing) until
+    the block and every git it started have finished (runner.lock_inherited)."""
     repo.mkdir(parents=True, exist_ok=True)
     with open(repo / LOCK_FILE, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+        # No explicit LOCK_UN: closing the file lets go of the lock, once every
+        # git started meanwhile (which inherits it) has finished as well.
+        with lock_inherited(handle.fileno()):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # -- names and lookups --------------------------------------------------------
@@ -169,7 +179,14 @@ def ensure_mirror(
             _remotes_checked.pop(mirror, None)
             _set_remote(mirror, remote_url)
             _remotes_checked[mirror] = remote_url
-        run_git(["fetch", "--prune", "--quiet", "origin"], mirror, env)
+        # A push from a worktree updates its remote-tracking ref meanwhile,
+        # outside this lock: a collision on that ref is retried at once.
+        git(
+            ["fetch", "--prune", "--quiet", "origin"],
+            mirror,
+            env,
+            busy_tries=FETCH_TRIES,
+        )
     return mirror
 
 

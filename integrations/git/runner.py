@@ -28,21 +28,36 @@ Classification (from git's stderr, read in the C locale so it is English):
 | authentication (401, 403, "Authentication failed", no prompt) | rotate_token |
 | merge or rebase conflict | manual_review |
 | the folder it runs in is gone (a deleted worktree) | wait_retry |
+| another git holds a lock of the repository (ref, index, config) | wait_retry |
 | anything else (bad ref, not a repository, git missing) | abort |
 
 The brief names "other → abort"; network failures are wait_retry instead
 because waiting is what makes them go away (errors.KIND_ACTIONS "connection").
+So are lock collisions: git lets go of a lock in moments. A lock file left by
+a git that was killed (SIGKILL, out of memory, a power cut) stays until someone
+removes it; no git that Codex supervises runs longer than
+CODEX_GIT_TIMEOUT_SECONDS, so one older than that is removed here
+(`_wait_for_lock`) and the retry finds the repository free.
+
+Locks of Codex's own (`repository.locked`, a flock) are handed down to every
+git started while they are held (`lock_inherited`): git runs in a session of
+its own and outlives a worker killed under it, and the lock must stay held
+until that git has finished, or the next worker's git would collide with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import os
 import re
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -56,6 +71,8 @@ from codex.core.errors import (
 )
 
 SOURCE = "git"
+
+logger = logging.getLogger(__name__)
 
 # Variables of the worker's own environment that git may see. LANG is set to C
 # rather than copied: stderr is matched against English messages below.
@@ -103,6 +120,34 @@ NETWORK = re.compile(
     r"|operation timed out|network is unreachable|failed to connect",
     re.IGNORECASE,
 )
+
+# Another git holds one of the repository's locks. "is at X but expected Y":
+# a ref changed between git reading it and locking it (a concurrent update).
+BUSY = re.compile(
+    r"cannot lock ref|unable to create '[^']+\.lock': file exists"
+    r"|could not lock config file|but expected [0-9a-f]{7,}",
+    re.IGNORECASE,
+)
+LOCK_FILE = re.compile(r"Unable to create '(?P<path>[^']+\.lock)': File exists")
+
+# Pauses before running a command again that failed only because the
+# repository was busy (`git(..., busy_tries=n)`).
+BUSY_PAUSE_SECONDS = 0.2
+
+# The file descriptors of the flocks the caller holds (lock_inherited).
+_held_locks: ContextVar[tuple[int, ...]] = ContextVar("git_held_locks", default=())
+
+
+@contextlib.contextmanager
+def lock_inherited(descriptor: int) -> Iterator[None]:
+    """While this block runs, every git started inherits `descriptor` (an
+    open file holding a flock): the lock is released only once this process
+    and every such git have closed it (module docstring)."""
+    token = _held_locks.set((*_held_locks.get(), descriptor))
+    try:
+        yield
+    finally:
+        _held_locks.reset(token)
 
 
 @dataclass(frozen=True)
@@ -218,6 +263,14 @@ def classify_stderr(
         error = classify_kind(
             SOURCE, ErrorKind.CONNECTION, message=message, original=original
         )
+    elif BUSY.search(stderr):
+        error = make_error(
+            SOURCE,
+            NO_RESPONSE,
+            Action.WAIT_RETRY,
+            f"Repository busy (another git holds its lock) - waiting: {message}",
+            original=original,
+        )
     else:
         error = make_error(
             SOURCE,
@@ -257,17 +310,50 @@ def git(
     timeout: float | None = None,
     *,
     check: bool = True,
+    busy_tries: int = 1,
 ) -> GitResult:
     """Run `git <args>` in `cwd`; return its exit status and output.
 
     With `check` (the default) a non-zero exit raises a ClassifiedFailure;
     without it the caller reads `returncode` (e.g. `rev-parse --verify`).
     A timeout, or git not being runnable at all, always raises.
+
+    `busy_tries`: how often to run a command that fails only because another
+    git holds a lock of the repository, pausing in between (for commands that
+    are safe to repeat, such as a fetch); the last failure is raised.
     """
     args = [str(arg) for arg in args]
     secrets = secrets_of(env)
     _refuse_credentials_in(args, secrets)
     limit = settings.CODEX_GIT_TIMEOUT_SECONDS if timeout is None else timeout
+    for attempt in range(1, max(1, busy_tries) + 1):
+        result = _run(args, cwd, env, limit, secrets)
+        if result.returncode == 0 or not check:
+            return result
+        if attempt < busy_tries and BUSY.search(result.stderr):
+            pause_while_busy(attempt)
+            continue
+        break
+    if not os.path.isdir(cwd):
+        raise _gone(args, cwd)
+    failure = classify_stderr(
+        args, result.returncode, result.stderr, scrub(result.stdout, secrets)
+    )
+    if BUSY.search(result.stderr):
+        wait = _wait_for_lock(result.stderr)
+        if wait:
+            failure = replace(failure.error, retry_after=wait).exception()
+    raise failure
+
+
+def _run(
+    args: list[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    limit: float,
+    secrets: Sequence[str],
+) -> GitResult:
+    """One run of git; its stderr scrubbed, its stdout as printed."""
     try:
         process = subprocess.Popen(
             ["git", *args],
@@ -281,18 +367,11 @@ def git(
             errors="replace",
             # Its own process group, so a timeout kills ssh and remote helpers too.
             start_new_session=True,
+            pass_fds=_held_locks.get(),
         )
     except OSError as exc:
         if not os.path.isdir(cwd):
-            # The folder vanished (a worktree deleted under a running agent, a
-            # reaper, a person): the next step makes it again, so wait and retry.
-            raise make_error(
-                SOURCE,
-                NO_RESPONSE,
-                Action.WAIT_RETRY,
-                f"git {_verb(args)}: {os.fspath(cwd)} is gone - the next step "
-                "recreates it",
-            ).exception() from None
+            raise _gone(args, cwd) from None
         # git missing: nothing a retry changes.
         raise make_error(
             SOURCE,
@@ -311,12 +390,54 @@ def git(
             message=f"git {_verb(args)} took longer than {limit}s",
             original=GitCommandError(args, -1, "timed out"),
         ).exception() from None
-    result = GitResult(process.returncode, stdout, scrub(stderr, secrets))
-    if check and result.returncode != 0:
-        raise classify_stderr(
-            args, result.returncode, result.stderr, scrub(stdout, secrets)
-        )
-    return result
+    return GitResult(process.returncode, stdout, scrub(stderr, secrets))
+
+
+def pause_while_busy(attempt: int) -> None:
+    """Give the git holding a lock time to finish (longer each attempt)."""
+    time.sleep(BUSY_PAUSE_SECONDS * attempt)
+
+
+def _gone(args: Sequence[str], cwd: str | os.PathLike[str]) -> ClassifiedFailure:
+    """The folder git runs in vanished, before git started or while it ran (a
+    worktree deleted under a running agent, a reaper, a person): the next step
+    makes it again, so wait and retry."""
+    return make_error(
+        SOURCE,
+        NO_RESPONSE,
+        Action.WAIT_RETRY,
+        f"git {_verb(args)}: {os.fspath(cwd)} is gone - the next step recreates it",
+    ).exception()
+
+
+def _wait_for_lock(stderr: str) -> int | None:
+    """For a git that found a lock file in its way: the seconds until that
+    file counts as abandoned, or None to retry at the usual pace (it is gone
+    already, or it was abandoned and is removed here; module docstring)."""
+    found = LOCK_FILE.search(stderr)
+    if found is None:
+        return None
+    path = found.group("path")
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return None
+    limit = settings.CODEX_GIT_TIMEOUT_SECONDS
+    if age < limit:
+        # A git at work lets go in moments; only a lock still there is one
+        # to wait out.
+        pause_while_busy(1)
+        return None if not os.path.exists(path) else math.ceil(limit - age)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    logger.warning(
+        "removed %s: a git killed %.0fs ago left it (no git Codex runs lives "
+        "longer than %ss)",
+        path,
+        age,
+        limit,
+    )
+    return None
 
 
 def _kill(process: subprocess.Popen) -> None:

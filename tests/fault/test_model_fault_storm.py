@@ -193,7 +193,10 @@ def test_every_task_completes_through_a_storm_of_model_faults(
     )
 
     # Every task completed, once, merged once.
-    assert counts == Counter({Status.COMPLETED: TASKS}), counts
+    assert counts == Counter({Status.COMPLETED: TASKS}), (
+        counts,
+        pipeline.not_completed(ids),
+    )
     for task in Task.objects.filter(task_id__in=ids):
         assert completions(task) == 1
     assert all(
