@@ -69,13 +69,13 @@ def reprocess(deliveries) -> int:
 
 
 def process_deferred(max_age_hours: int = 24) -> int:
-    """Scheduled: try again the deliveries deferred because their task was
-    busy, for up to `max_age_hours` after they arrived. Returns how many."""
+    """Scheduled: process the deliveries that no job will bring, for up to
+    `max_age_hours` after they arrived: those deferred because their task was
+    busy, and pending ones whose job was lost (`to_try_again`). Returns how
+    many were tried."""
     since = timezone.now() - timedelta(hours=max_age_hours)
     pks = list(
-        WebhookDelivery.objects.filter(
-            outcome=Outcome.DEFERRED, processed_at__isnull=True, received_at__gte=since
-        ).values_list("pk", flat=True)
+        WebhookDelivery.objects.to_try_again(since=since).values_list("pk", flat=True)
     )
     for pk in pks:
         process_delivery(pk)

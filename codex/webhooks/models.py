@@ -39,7 +39,7 @@ def scrub(value: Any) -> Any:
 
 class WebhookDeliveryQuerySet(models.QuerySet):
     """Deliveries; `receive` stores a new one, `take` is how a worker gets one
-    to itself."""
+    to itself, `to_try_again` finds those no job will bring."""
 
     def receive(self, **fields: Any) -> WebhookDelivery | None:
         """Store a new delivery and return it, or None when its delivery_id is
@@ -72,6 +72,32 @@ class WebhookDeliveryQuerySet(models.QuerySet):
                 | Q(processing_started_at__lt=now - PROCESSING_TIMEOUT)
             )
             .update(processing_started_at=now, attempts=models.F("attempts") + 1)
+        )
+
+    def to_try_again(self, *, since, now=None) -> WebhookDeliveryQuerySet:
+        """The deliveries received after `since` and not processed that no job
+        will bring, oldest first:
+
+        - deferred ones (their task's lease was busy);
+        - pending ones whose job was lost: not taken within PROCESSING_TIMEOUT
+          of arriving (the Redis broker loses its queued jobs when it
+          restarts), or taken by a worker that died (PROCESSING_TIMEOUT ago
+          and never finished). A job still queued for one finds it processed
+          and does nothing (`take`).
+        """
+        now = now or timezone.now()
+        stale = now - PROCESSING_TIMEOUT
+        lost = Q(outcome=Outcome.PENDING, received_at__lt=stale) & (
+            Q(processing_started_at__isnull=True) | Q(processing_started_at__lt=stale)
+        )
+        return (
+            self.filter(
+                outcome__in=(Outcome.DEFERRED, Outcome.PENDING),
+                received_at__gte=since,
+                processed_at__isnull=True,
+            )
+            .filter(Q(outcome=Outcome.DEFERRED) | lost)
+            .order_by("received_at", "pk")
         )
 
 
