@@ -122,11 +122,12 @@ def test_a_step_that_stops_the_task_enqueues_no_next_step(
 
     assert outcome == expected
     _run(callbacks)
-    assert queued_jobs() == jobs_before
-    # No next step; a task that ended is only settled (its claim, its agents).
+    # No next step; a task that ended is only settled (its claim, its agents),
+    # by a job row written with the step's end like any other.
     ended = expected.split("/")[0] in ("failed", "completed")
-    cleanup = [(("codex.tasks.jobs.clean_up_task", task.task_id), {"sync": False})]
-    assert enqueued == (cleanup if ended else [])
+    cleanup = [("codex.tasks.jobs.clean_up_task", (task.task_id,))]
+    assert queued_jobs() == jobs_before + (cleanup if ended else [])
+    assert enqueued == []
 
 
 @pytest.mark.django_db

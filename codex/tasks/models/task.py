@@ -518,7 +518,7 @@ class Task(VersionedLeasedModel):
         self._finish_phase()
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
-        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
 
     @transition(
         field=status,
@@ -531,7 +531,7 @@ class Task(VersionedLeasedModel):
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
         self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
-        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
 
     @transition(
         field=status,
@@ -553,7 +553,7 @@ class Task(VersionedLeasedModel):
             lambda: self.escalations.close_open(by=by, reason="task cancelled")
         )
         # The lease goes with this save; the claim and the instances after it.
-        self.on_save(lambda: enqueue_on_commit(CLEANUP_JOB, self.task_id))
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
 
     # -- phase transitions (spec 002 §3.3, §3.4) ---------------------------------
 
