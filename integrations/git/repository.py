@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +70,8 @@ PUSH_TRIES = 3
 MERGE_TRIES = 3
 MERGE_METHODS = ("merge", "squash", "rebase")
 LOCK_FILE = "codex.lock"
+# The longest pause between two tries to take a busy lock (`locked`).
+LOCK_POLL_SECONDS = 0.05
 # Fetches into a mirror run again when a ref they update was locked by another
 # git (runner.git's busy_tries).
 FETCH_TRIES = 3
@@ -101,11 +104,34 @@ def locked(repo: Path) -> Iterator[None]:
     the block and every git it started have finished (runner.lock_inherited)."""
     repo.mkdir(parents=True, exist_ok=True)
     with open(repo / LOCK_FILE, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        _acquire(handle, repo)
         # No explicit LOCK_UN: closing the file lets go of the lock, once every
         # git started meanwhile (which inherits it) has finished as well.
         with lock_inherited(handle.fileno()):
             yield
+
+
+def _acquire(handle, repo: Path) -> None:
+    """Take the lock of `handle`, waiting at most two of the longest git runs
+    (2 x CODEX_GIT_TIMEOUT_SECONDS). A holder past that is a git of a killed
+    worker stuck under the lock it inherited, which no timeout of Codex's
+    stops any more: the step waits and retries rather than hang with it."""
+    limit = 2 * settings.CODEX_GIT_TIMEOUT_SECONDS
+    deadline = time.monotonic() + limit
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise _failure(
+                    Action.WAIT_RETRY,
+                    f"{repo} stayed locked for {limit:g}s: a git started under "
+                    "its lock is still running",
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, LOCK_POLL_SECONDS)
 
 
 # -- names and lookups --------------------------------------------------------

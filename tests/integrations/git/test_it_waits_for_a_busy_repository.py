@@ -10,6 +10,7 @@ import fcntl
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -174,3 +175,33 @@ def test_a_lock_stays_held_while_the_git_of_a_killed_worker_still_runs(tmp_path)
         release.touch()
     _wait_until(lambda: _can_lock(guarded), "the orphaned git to finish")
     assert run_git(["log", "--format=%s"], repo).split() == ["x"]
+
+
+def test_a_lock_held_for_longer_than_two_git_runs_is_wait_retry(tmp_path, settings):
+    # The holder is a git stuck under a lock it inherited from a killed worker:
+    # the step retries later instead of hanging with it.
+    settings.CODEX_GIT_TIMEOUT_SECONDS = 0.1
+    guarded = tmp_path / "mirror.git"
+    with locked(guarded):
+        started = time.monotonic()
+        with pytest.raises(ClassifiedFailure) as excinfo, locked(guarded):
+            pass
+        waited = time.monotonic() - started
+    assert waited >= 0.2
+    assert excinfo.value.action == Action.WAIT_RETRY
+    assert "stayed locked for 0.2s" in excinfo.value.message
+    assert _can_lock(guarded)
+
+
+def test_a_lock_let_go_meanwhile_is_taken(tmp_path, settings):
+    settings.CODEX_GIT_TIMEOUT_SECONDS = 30
+    guarded = tmp_path / "mirror.git"
+    guarded.mkdir()
+    holder = open(guarded / LOCK_FILE, "a")  # noqa: SIM115 (closed by the timer)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    threading.Timer(0.2, holder.close).start()
+    started = time.monotonic()
+    with locked(guarded):
+        waited = time.monotonic() - started
+        assert holder.closed
+    assert waited >= 0.15
