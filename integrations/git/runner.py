@@ -24,7 +24,8 @@ Classification (from git's stderr, read in the C locale so it is English):
 | failure | action |
 |---|---|
 | push rejected: non-fast-forward, fetch first, stale info | pull_retry |
-| timeout; network (resolve, connect, hang-up, HTTP 5xx) | wait_retry |
+| timeout; network (resolve, connect, hang-up, TLS, HTTP 5xx, 408, 429) | wait_retry |
+| any other HTTP 4xx (too large, not found) | abort |
 | authentication (401, 403, "Authentication failed", no prompt) | rotate_token |
 | merge or rebase conflict | manual_review |
 | the folder it runs in is gone (a deleted worktree) | wait_retry |
@@ -117,9 +118,20 @@ AUTH = re.compile(
 NETWORK = re.compile(
     r"could not resolve host|connection refused|connection timed out"
     r"|connection reset|the remote end hung up|early eof|returned error: 5\d\d"
-    r"|operation timed out|network is unreachable|failed to connect",
+    r"|operation timed out|network is unreachable|failed to connect"
+    # curl's transport failures (partial transfer, empty reply, send or receive
+    # failure, HTTP/2 stream reset), TLS cut short, a sideband cut off, and the
+    # statuses that ask to come back later (timeout, rate limit).
+    r"|rpc failed; curl (18|52|55|56|92)\b|transfer closed with outstanding"
+    r"|gnutls_handshake\(\) failed|gnutls recv error|ssl_read|ssl_error_syscall"
+    r"|unexpected disconnect while reading sideband|returned error: (408|429)\b"
+    r"|temporary failure in name resolution",
     re.IGNORECASE,
 )
+# An HTTP status of 4xx from the server; of those, only a timeout or a rate
+# limit passes with time (401 and 403 are authentication, matched before).
+CLIENT_ERROR = re.compile(r"returned error: 4\d\d\b", re.IGNORECASE)
+LATER = re.compile(r"returned error: (408|429)\b", re.IGNORECASE)
 
 # Another git holds one of the repository's locks. "is at X but expected Y":
 # a ref changed between git reading it and locking it (a concurrent update).
@@ -257,6 +269,16 @@ def classify_stderr(
             NO_RESPONSE,
             Action.ROTATE_TOKEN,
             f"Authentication failed - trying another token: {message}",
+            original=original,
+        )
+    elif CLIENT_ERROR.search(stderr) and not LATER.search(stderr):
+        # The server refused the request itself (too large, not found): the
+        # connection closing after it is no network failure.
+        error = make_error(
+            SOURCE,
+            NO_RESPONSE,
+            Action.ABORT,
+            f"git failed: {message}",
             original=original,
         )
     elif NETWORK.search(stderr):

@@ -233,6 +233,52 @@ def test_git_missing_still_aborts(tmp_path, monkeypatch):
             "The requested URL returned error: 502\n",
             Action.WAIT_RETRY,
         ),
+        (
+            "error: RPC failed; curl 92 HTTP/2 stream 5 was not closed cleanly: "
+            "CANCEL (err 8)\nfatal: early EOF\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "error: RPC failed; curl 56 GnuTLS recv error (-9): Error decoding "
+            "the received TLS packet.\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "error: RPC failed; curl 18 transfer closed with outstanding read data "
+            "remaining\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "fatal: unable to access 'https://github.com/a/b/': OpenSSL SSL_read: "
+            "SSL_ERROR_SYSCALL, errno 0\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "fatal: unable to access 'https://github.com/a/b/': gnutls_handshake() "
+            "failed: The TLS connection was non-properly terminated.\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "error: 1234 bytes of body are still expected\nfetch-pack: unexpected "
+            "disconnect while reading sideband packet\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "fatal: unable to access 'https://github.com/a/b/': The requested URL "
+            "returned error: 429\n",
+            Action.WAIT_RETRY,
+        ),
+        (
+            "fatal: unable to access 'https://github.com/a/b/': Could not resolve "
+            "host: github.com (Temporary failure in name resolution)\n",
+            Action.WAIT_RETRY,
+        ),
+        # Too large stays too large: retrying cannot help.
+        (
+            "error: RPC failed; HTTP 413 curl 22 The requested URL returned error: "
+            "413\nfatal: the remote end hung up unexpectedly\n",
+            "abort",
+        ),
         ("fatal: not a git repository (or any of the parent directories)\n", "abort"),
     ],
 )
