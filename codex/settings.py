@@ -364,6 +364,10 @@ CODEX_GITHUB_SECONDS_BETWEEN_REQUESTS = 0.25
 CODEX_GITHUB_SECONDS_BETWEEN_WRITES = 1.0
 CODEX_GITHUB_RETRY_BACKOFF = 0.5
 CODEX_GIT_TIMEOUT_SECONDS = env_int("CODEX_GIT_TIMEOUT_SECONDS", 300, minimum=5)
+# A transfer over HTTP(S) moving under 1 KB/s for this long is abandoned by git
+# itself: it also stops a git whose worker was killed, which no timeout of
+# Codex's reaches any more.
+CODEX_GIT_STALL_SECONDS = env_int("CODEX_GIT_STALL_SECONDS", 60, minimum=1)
 CODEX_MIRROR_ROOT = env_str("CODEX_MIRROR_ROOT", str(VAR_DIR / "mirrors"))
 CODEX_GIT_AUTHOR_NAME = env_str("CODEX_GIT_AUTHOR_NAME", "Codex")
 CODEX_GIT_AUTHOR_EMAIL = env_str("CODEX_GIT_AUTHOR_EMAIL", "codex@localhost")

@@ -125,7 +125,7 @@ NETWORK = re.compile(
     r"|rpc failed; curl (18|52|55|56|92)\b|transfer closed with outstanding"
     r"|gnutls_handshake\(\) failed|gnutls recv error|ssl_read|ssl_error_syscall"
     r"|unexpected disconnect while reading sideband|returned error: (408|429)\b"
-    r"|temporary failure in name resolution",
+    r"|temporary failure in name resolution|operation too slow",
     re.IGNORECASE,
 )
 # An HTTP status of 4xx from the server; of those, only a timeout or a rate
@@ -141,6 +141,10 @@ BUSY = re.compile(
     re.IGNORECASE,
 )
 LOCK_FILE = re.compile(r"Unable to create '(?P<path>[^']+\.lock)': File exists")
+
+# Below this many bytes a second for CODEX_GIT_STALL_SECONDS, a transfer over
+# HTTP(S) is stalled (`_stall_limit`).
+LOW_SPEED_BYTES = 1000
 
 # Pauses before running a command again that failed only because the
 # repository was busy (`git(..., busy_tries=n)`).
@@ -378,7 +382,7 @@ def _run(
     """One run of git; its stderr scrubbed, its stdout as printed."""
     try:
         process = subprocess.Popen(
-            ["git", *args],
+            ["git", *_stall_limit(), *args],
             cwd=os.fspath(cwd),
             env=git_environment(env),
             stdin=subprocess.DEVNULL,
@@ -418,6 +422,20 @@ def _run(
 def pause_while_busy(attempt: int) -> None:
     """Give the git holding a lock time to finish (longer each attempt)."""
     time.sleep(BUSY_PAUSE_SECONDS * attempt)
+
+
+def _stall_limit() -> list[str]:
+    """git's own limit on a stalled HTTP(S) transfer (CODEX_GIT_STALL_SECONDS
+    under 1 KB/s). The timeout of `git` stops only a git whose worker still
+    runs; a killed worker's git would otherwise wait on a dead connection for
+    ever, holding the locks it inherited."""
+    stall = settings.CODEX_GIT_STALL_SECONDS
+    return [
+        "-c",
+        f"http.lowSpeedLimit={LOW_SPEED_BYTES}",
+        "-c",
+        f"http.lowSpeedTime={stall}",
+    ]
 
 
 def _gone(args: Sequence[str], cwd: str | os.PathLike[str]) -> ClassifiedFailure:

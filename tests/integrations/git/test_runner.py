@@ -157,6 +157,22 @@ def test_a_hanging_git_times_out_as_wait_retry(tmp_path, silent_server):
     assert "longer than 1s" in excinfo.value.error.message
 
 
+def test_a_stalled_http_transfer_is_given_up_by_git_itself(
+    tmp_path, silent_server, settings
+):
+    # Also what stops the git of a killed worker, which no timeout of ours
+    # reaches: it would wait on the dead connection for ever.
+    settings.CODEX_GIT_STALL_SECONDS = 1
+    with pytest.raises(ClassifiedFailure) as excinfo:
+        run_git(
+            ["ls-remote", f"http://127.0.0.1:{silent_server}/web.git"],
+            tmp_path,
+            timeout=60,
+        )
+    assert excinfo.value.action == Action.WAIT_RETRY
+    assert "Operation too slow" in excinfo.value.error.message
+
+
 def test_timeout_uses_the_setting(tmp_path, settings, monkeypatch):
     settings.CODEX_GIT_TIMEOUT_SECONDS = 7
     seen: list[float] = []
