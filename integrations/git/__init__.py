@@ -1,26 +1,24 @@
 """git: the only package that runs git (DESIGN.md, integrations/).
 
 `runner.run_git` starts git (no shell, minimal environment, credentials only
-in the environment, a timeout, classified failures); `repository` holds the
-operations built on it: mirrors, worktrees, commits, pushes with pull-and-retry,
-merges for the local forge.
+in the environment, a timeout, classified failures); the operations built on
+it: `repository` (mirrors, worktrees), `commits` (commits, pushes with
+pull-and-retry), `merges` (for the local forge); `locks` (Codex's lock on a git
+folder, and the lock files a killed git leaves).
 """
 
+from integrations.git.commits import STEP_TRAILER, commit_all, committed_steps, push
+from integrations.git.merges import merge_into
 from integrations.git.repository import (
-    STEP_TRAILER,
     add_worktree,
     branch_name,
     branch_sha,
-    commit_all,
-    committed_steps,
     ensure_mirror,
     fast_forward,
     head_sha,
-    merge_into,
     mirror_path,
     prune_all_mirrors,
     prune_worktrees,
-    push,
     ref_sha,
     remove_worktree,
     require_worktree,

@@ -1,5 +1,6 @@
-"""Git operations Codex performs: mirrors, worktrees, branches, commits, pushes,
-merges. Everything runs through `runner.run_git` (no shell, minimal environment,
+"""Mirrors, worktrees and the lookups the other git operations share
+(commits.py: commits and pushes; merges.py: the local forge's merges).
+Everything runs through `runner.run_git` (no shell, minimal environment,
 credentials only in the environment, classified failures).
 
 Layout:
@@ -12,25 +13,18 @@ Layout:
 - one *worktree* per agent instance (CODEX_WORKTREE_ROOT/...), on branch
   `codex/<task_id>[-aN]`, created from `origin/<base>`.
 
-Operations that change a mirror's administrative files (creating it, adding,
-removing or pruning worktrees) hold an exclusive file lock on it, so two workers
-on one machine do not trip over git's own lock files ("index.lock exists",
-"cannot lock ref"). The lock is POSIX `flock`, local to one machine, as the
-mirrors are.
+Operations that change a mirror's administrative files (creating it, fetching,
+adding, removing or pruning worktrees) hold its lock (locks.locked).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import logging
 import os
 import re
 import shutil
-import tempfile
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,17 +34,10 @@ from codex.core.errors import (
     NO_RESPONSE,
     Action,
     ClassifiedFailure,
-    ErrorKind,
-    classify_kind,
     make_error,
 )
-from integrations.git.runner import (
-    SOURCE,
-    URL_USERINFO,
-    git,
-    lock_inherited,
-    run_git,
-)
+from integrations.git.locks import locked
+from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
 
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
@@ -58,20 +45,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BRANCH_PREFIX = "codex/"
-TRAILER = "Codex-Task"
-# The tasks.md item a commit completes (the developer's recovery point).
-STEP_TRAILER = "Codex-Step"
-TRAILER_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
-# Pushes retried after a non-fast-forward: each retry fetches and rebases, so a
-# third rejection means someone pushes to the branch continuously; a person (or
-# the worker's own pull_retry) decides then.
-PUSH_TRIES = 3
-# Merges retried when the base branch moved while the merge was being built.
-MERGE_TRIES = 3
-MERGE_METHODS = ("merge", "squash", "rebase")
-LOCK_FILE = "codex.lock"
-# The longest pause between two tries to take a busy lock (`locked`).
-LOCK_POLL_SECONDS = 0.05
 # Fetches into a mirror run again when a ref they update was locked by another
 # git (runner.git's busy_tries).
 FETCH_TRIES = 3
@@ -80,7 +53,7 @@ SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def _failure(action: Action, message: str) -> ClassifiedFailure:
+def git_failure(action: Action, message: str) -> ClassifiedFailure:
     """A ClassifiedFailure of git raised by these operations themselves."""
     return make_error(SOURCE, NO_RESPONSE, action, message).exception()
 
@@ -96,42 +69,6 @@ def identity_env() -> dict[str, str]:
         "GIT_COMMITTER_NAME": name,
         "GIT_COMMITTER_EMAIL": email,
     }
-
-
-@contextlib.contextmanager
-def locked(repo: Path) -> Iterator[None]:
-    """Hold the exclusive lock of git folder `repo` (created if missing) until
-    the block and every git it started have finished (runner.lock_inherited)."""
-    repo.mkdir(parents=True, exist_ok=True)
-    with open(repo / LOCK_FILE, "a") as handle:
-        _acquire(handle, repo)
-        # No explicit LOCK_UN: closing the file lets go of the lock, once every
-        # git started meanwhile (which inherits it) has finished as well.
-        with lock_inherited(handle.fileno()):
-            yield
-
-
-def _acquire(handle, repo: Path) -> None:
-    """Take the lock of `handle`, waiting at most two of the longest git runs
-    (2 x CODEX_GIT_TIMEOUT_SECONDS). A holder past that is a git of a killed
-    worker stuck under the lock it inherited, which no timeout of Codex's
-    stops any more: the step waits and retries rather than hang with it."""
-    limit = 2 * settings.CODEX_GIT_TIMEOUT_SECONDS
-    deadline = time.monotonic() + limit
-    pause = 0.005
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise _failure(
-                    Action.WAIT_RETRY,
-                    f"{repo} stayed locked for {limit:g}s: a git started under "
-                    "its lock is still running",
-                ) from None
-            time.sleep(pause)
-            pause = min(pause * 2, LOCK_POLL_SECONDS)
 
 
 # -- names and lookups --------------------------------------------------------
@@ -236,7 +173,7 @@ def _is_repository(folder: Path) -> bool:
 # -- worktrees ----------------------------------------------------------------
 
 
-def _worktrees(mirror: Path) -> dict[Path, str | None]:
+def registered_worktrees(mirror: Path) -> dict[Path, str | None]:
     """The worktrees registered in `mirror`: path → branch (None if detached)."""
     listing = run_git(["worktree", "list", "--porcelain"], mirror)
     found: dict[Path, str | None] = {}
@@ -270,11 +207,11 @@ def add_worktree(
             return target  # every step after the first: no git needed
         # Entries whose folder was deleted would block the path and the branch.
         run_git(["worktree", "prune"], mirror)
-        existing = _worktrees(mirror)
+        existing = registered_worktrees(mirror)
         if target.resolve() in existing:
             checked_out = existing[target.resolve()]
             if checked_out != branch:
-                raise _failure(
+                raise git_failure(
                     Action.ABORT,
                     f"{target} is already a worktree on {checked_out or 'no branch'}"
                     f", not {branch}",
@@ -338,7 +275,7 @@ def _set_aside(target: Path) -> Path:
             target.rename(aside)
             logger.warning("%s was no worktree any more: moved to %s", target, aside)
             return aside
-    raise _failure(Action.MANUAL_REVIEW, f"{target} is in the way of a worktree")
+    raise git_failure(Action.MANUAL_REVIEW, f"{target} is in the way of a worktree")
 
 
 def require_worktree(worktree: str | os.PathLike[str]) -> Path:
@@ -352,7 +289,7 @@ def require_worktree(worktree: str | os.PathLike[str]) -> Path:
     """
     path = Path(worktree)
     if not (path / ".git").exists():
-        raise _failure(
+        raise git_failure(
             Action.WAIT_RETRY,
             f"the worktree {path} is gone - the next step recreates it from the "
             "pushed branch; uncommitted changes in it are lost",
@@ -403,7 +340,7 @@ def _resolve_base(mirror: Path, base: str) -> str:
         sha = ref_sha(mirror, ref)
         if sha:
             return sha
-    raise _failure(Action.ABORT, f"base {base!r} not found in {mirror.name}")
+    raise git_failure(Action.ABORT, f"base {base!r} not found in {mirror.name}")
 
 
 def remove_worktree(
@@ -421,7 +358,7 @@ def remove_worktree(
     mirror = Path(mirror).absolute()
     target = Path(path).absolute().resolve()
     with locked(mirror):
-        existing = _worktrees(mirror)
+        existing = registered_worktrees(mirror)
         if target not in existing:
             run_git(["worktree", "prune"], mirror)
             return False
@@ -462,291 +399,3 @@ def prune_all_mirrors(root: str | os.PathLike[str] | None = None) -> list[Path]:
             continue
         pruned.append(mirror)
     return pruned
-
-
-# -- commits and pushes -------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _message_file(message: str) -> Iterator[str]:
-    """`message` in a temporary file: given to git with -F, so that neither its
-    length nor its content (an agent wrote it) matters on the command line."""
-    descriptor, name = tempfile.mkstemp(prefix="codex-msg-", suffix=".txt")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(message)
-        yield name
-    finally:
-        os.unlink(name)
-
-
-def commit_all(
-    worktree: str | os.PathLike[str],
-    message: str,
-    task_id: str,
-    *,
-    trailers: Mapping[str, str] | None = None,
-) -> str | None:
-    """Commit every change in `worktree` (new, changed, deleted files) as
-    CODEX_GIT_AUTHOR_NAME/EMAIL with a `Codex-Task: <task_id>` trailer and
-    any further `trailers` (e.g. {STEP_TRAILER: "T001"}).
-
-    Returns the new commit's sha, or None when nothing changed.
-    """
-    if not message.strip():
-        raise ValueError("a commit needs a message")
-    extra: list[str] = []
-    for key, value in (trailers or {}).items():
-        if not TRAILER_KEY.match(key) or not value or "\n" in value:
-            raise ValueError(f"bad commit trailer {key!r}: {value!r}")
-        extra += ["--trailer", f"{key}: {value}"]
-    require_worktree(worktree)
-    run_git(["add", "--all"], worktree)
-    if not run_git(["status", "--porcelain"], worktree).strip():
-        return None
-    with _message_file(message) as path:
-        run_git(
-            # --no-verify and no signing: the commit must not depend on hooks or
-            # keys of whatever machine the worker runs on.
-            ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify"]
-            + ["-F", path, "--trailer", f"{TRAILER}: {task_id}", *extra],
-            worktree,
-            identity_env(),
-        )
-    return head_sha(worktree)
-
-
-def committed_steps(
-    worktree: str | os.PathLike[str], base: str, task_id: str
-) -> dict[str, str]:
-    """The steps (tasks.md items) committed on the worktree's branch since
-    `base`, oldest first: {step: sha} from the `Codex-Step` trailers of the
-    commits carrying `Codex-Task: <task_id>`. A step committed twice keeps
-    its first commit. The recovery points of a developer's work."""
-    log = run_git(
-        [
-            "log",
-            "--reverse",
-            "--format=%H%x1f%(trailers:key=Codex-Task,valueonly,separator=%x2c)"
-            "%x1f%(trailers:key=Codex-Step,valueonly,separator=%x2c)%x1e",
-            f"{base}..HEAD",
-        ],
-        worktree,
-    )
-    steps: dict[str, str] = {}
-    for entry in log.split("\x1e"):
-        fields = entry.strip().split("\x1f")
-        if len(fields) != 3:
-            continue
-        sha, tasks, step_names = (field.strip() for field in fields)
-        if task_id not in {name.strip() for name in tasks.split(",")}:
-            continue
-        for step in step_names.split(","):
-            if step.strip():
-                steps.setdefault(step.strip(), sha)
-    return steps
-
-
-def push(
-    worktree: str | os.PathLike[str],
-    branch: str,
-    env: Mapping[str, str] | None = None,
-    *,
-    tries: int = PUSH_TRIES,
-) -> str:
-    """Push the worktree's HEAD to `branch` on origin; return the pushed sha.
-
-    A non-fast-forward rejection (someone pushed to the branch meanwhile) is
-    handled by pulling: fetch the branch, rebase onto it, push again, at most
-    `tries` pushes in all; still rejected → the pull_retry failure is raised.
-    Nothing is ever force-pushed: the other commits stay. A rebase conflict →
-    manual_review, with the worktree left as before it and our commits pushed
-    to a branch of their own (`<branch>-unmerged-<sha>`, named in the
-    message), so that the person who resolves it has them on the remote.
-    """
-    require_worktree(worktree)
-    for attempt in range(1, tries + 1):
-        try:
-            run_git(
-                ["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"],
-                worktree,
-                env,
-            )
-            return head_sha(worktree)
-        except ClassifiedFailure as failure:
-            if failure.action != Action.PULL_RETRY or attempt == tries:
-                raise
-            logger.info("push of %s rejected (attempt %s): pulling", branch, attempt)
-        try:
-            _pull_rebase(worktree, branch, env)
-        except ClassifiedFailure as failure:
-            if failure.action != Action.MANUAL_REVIEW:
-                raise
-            raise _kept_aside(worktree, branch, env, failure) from failure
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _kept_aside(
-    worktree: str | os.PathLike[str],
-    branch: str,
-    env: Mapping[str, str] | None,
-    failure: ClassifiedFailure,
-) -> ClassifiedFailure:
-    """Push our commits, which do not rebase cleanly onto someone else's push
-    to `branch`, to a new branch beside it; the manual_review failure to raise,
-    naming both branches."""
-    sha = head_sha(worktree)
-    aside = f"{branch}-unmerged-{sha[:12]}"
-    kept = git(
-        ["push", "--quiet", "origin", f"HEAD:refs/heads/{aside}"],
-        worktree,
-        env,
-        check=False,
-    )
-    where = (
-        f"our commits are on {aside}"
-        if kept.returncode == 0
-        else f"our commits ({sha[:12]}) are only in the worktree: pushing them "
-        f"to {aside} failed too"
-    )
-    return make_error(
-        SOURCE,
-        NO_RESPONSE,
-        Action.MANUAL_REVIEW,
-        f"someone else pushed to {branch} and our commits do not rebase onto "
-        f"theirs - {where}; a person merges the two ({failure.error.message})",
-        original=failure,
-    ).exception()
-
-
-def _pull_rebase(
-    worktree: str | os.PathLike[str], branch: str, env: Mapping[str, str] | None
-) -> None:
-    """Fetch origin's `branch` and rebase the worktree's commits onto it."""
-    tracking = f"refs/remotes/origin/{branch}"
-    run_git(
-        ["fetch", "--quiet", "origin", f"+refs/heads/{branch}:{tracking}"],
-        worktree,
-        env,
-    )
-    try:
-        run_git(["rebase", "--quiet", tracking], worktree, identity_env())
-    except ClassifiedFailure as failure:
-        # Leave the worktree on its own commits, not mid-rebase.
-        git(["rebase", "--abort"], worktree, check=False)
-        if failure.action == Action.MANUAL_REVIEW:
-            raise
-        raise classify_kind(
-            SOURCE,
-            ErrorKind.MERGE_CONFLICT,
-            message=f"rebase onto origin/{branch} failed: {failure.error.message}",
-            original=failure,
-        ).exception() from failure
-
-
-# -- merges (the local forge) -------------------------------------------------
-
-
-SCRATCH_PREFIX = "codex-merge-"
-
-
-def _drop_stale_scratch(repo: Path) -> None:
-    """Remove the scratch worktrees a merge killed mid-way left registered in
-    `repo` (the lock is held, so none is in use). One killed while git was
-    adding it has a HEAD naming no commit, and with it registered every later
-    push to the repository fails ("bad object worktrees/.../HEAD")."""
-    stale = [p for p in _worktrees(repo) if p.name.startswith(SCRATCH_PREFIX)]
-    for path in stale:
-        git(["worktree", "remove", "--force", "--force", str(path)], repo, check=False)
-        shutil.rmtree(path, ignore_errors=True)
-    if stale:
-        git(["worktree", "prune"], repo, check=False)
-
-
-@contextlib.contextmanager
-def _scratch_worktree(repo: Path, start: str) -> Iterator[Path]:
-    """A detached worktree of `repo` at `start`, removed afterwards. Call
-    with the repository's lock held."""
-    _drop_stale_scratch(repo)
-    folder = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-    try:
-        run_git(["worktree", "add", "--quiet", "--detach", str(folder), start], repo)
-        yield folder
-    finally:
-        git(
-            ["worktree", "remove", "--force", "--force", str(folder)], repo, check=False
-        )
-        shutil.rmtree(folder, ignore_errors=True)
-        git(["worktree", "prune"], repo, check=False)
-
-
-def merge_into(
-    repo: str | os.PathLike[str],
-    *,
-    base: str,
-    head: str,
-    method: str = "squash",
-    message: str,
-    tries: int = MERGE_TRIES,
-) -> str:
-    """Merge commit `head` into branch `base` of (bare) repository `repo` and
-    return the new tip of `base`.
-
-    `method`: "merge" (a merge commit), "squash" (one commit with the changes)
-    or "rebase" (head's commits replayed onto base). The result is built in a
-    scratch worktree and `base` moved with a compare-and-swap, so a push to
-    `base` meanwhile makes the merge start over (at most `tries` times) rather
-    than be lost. A conflict raises manual_review and changes nothing.
-    """
-    if method not in MERGE_METHODS:
-        raise ValueError(f"unknown merge method {method!r}")
-    repo = Path(repo).absolute()
-    ref = f"refs/heads/{base}"
-    for _ in range(tries):
-        old = ref_sha(repo, ref)
-        if old is None:
-            raise _failure(Action.ABORT, f"base branch {base!r} does not exist")
-        with locked(repo), _scratch_worktree(repo, old) as scratch:
-            new = _build_merge(
-                scratch, old=old, head=head, method=method, message=message
-            )
-        if new == old:
-            return old
-        moved = git(["update-ref", ref, new, old], repo, check=False)
-        if moved.returncode == 0:
-            return new
-        logger.info("base %s moved during the merge: merging again", base)
-    raise classify_kind(
-        SOURCE,
-        ErrorKind.NON_FAST_FORWARD,
-        message=f"{base} kept moving while merging into it",
-    ).exception()
-
-
-def _build_merge(
-    scratch: Path, *, old: str, head: str, method: str, message: str
-) -> str:
-    """Make the merge in `scratch` (detached at `old`); return the result."""
-    identity = identity_env()
-    with _message_file(message) as path:
-        if method == "merge":
-            run_git(
-                ["-c", "commit.gpgsign=false", "merge", "--quiet", "--no-ff"]
-                + ["--no-verify", "-F", path, head],
-                scratch,
-                identity,
-            )
-        elif method == "squash":
-            run_git(["merge", "--quiet", "--squash", head], scratch, identity)
-            staged = git(["diff", "--cached", "--quiet"], scratch, check=False)
-            if staged.returncode != 0:
-                run_git(
-                    ["-c", "commit.gpgsign=false", "commit", "--quiet"]
-                    + ["--no-verify", "-F", path],
-                    scratch,
-                    identity,
-                )
-        else:
-            run_git(["checkout", "--quiet", "--detach", head], scratch)
-            run_git(["rebase", "--quiet", old], scratch, identity)
-    return head_sha(scratch)

@@ -34,30 +34,21 @@ Classification (from git's stderr, read in the C locale so it is English):
 
 The brief names "other → abort"; network failures are wait_retry instead
 because waiting is what makes them go away (errors.KIND_ACTIONS "connection").
-So are lock collisions: git lets go of a lock in moments. A lock file left by
-a git that was killed (SIGKILL, out of memory, a power cut) stays until someone
-removes it; no git that Codex supervises runs longer than
-CODEX_GIT_TIMEOUT_SECONDS, so one older than that is removed here
-(`_wait_for_lock`) and the retry finds the repository free.
-
-Locks of Codex's own (`repository.locked`, a flock) are handed down to every
-git started while they are held (`lock_inherited`): git runs in a session of
-its own and outlives a worker killed under it, and the lock must stay held
-until that git has finished, or the next worker's git would collide with it.
+So are lock collisions: git lets go of a lock in moments; one left by a killed
+git is removed once no git of Codex's can still hold it (locks.py). Locks of
+Codex's own are inherited by every git started while they are held
+(`locks.held_locks`), so they outlive a killed worker until its git is done.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import math
 import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from django.conf import settings
@@ -70,10 +61,10 @@ from codex.core.errors import (
     classify_kind,
     make_error,
 )
+from integrations.git.locks import held_locks, wait_out_lock_file
 
 SOURCE = "git"
 
-logger = logging.getLogger(__name__)
 
 # Variables of the worker's own environment that git may see. LANG is set to C
 # rather than copied: stderr is matched against English messages below.
@@ -140,7 +131,6 @@ BUSY = re.compile(
     r"|could not lock config file|but expected [0-9a-f]{7,}",
     re.IGNORECASE,
 )
-LOCK_FILE = re.compile(r"Unable to create '(?P<path>[^']+\.lock)': File exists")
 
 # Below this many bytes a second for CODEX_GIT_STALL_SECONDS, a transfer over
 # HTTP(S) is stalled (`_stall_limit`).
@@ -149,21 +139,6 @@ LOW_SPEED_BYTES = 1000
 # Pauses before running a command again that failed only because the
 # repository was busy (`git(..., busy_tries=n)`).
 BUSY_PAUSE_SECONDS = 0.2
-
-# The file descriptors of the flocks the caller holds (lock_inherited).
-_held_locks: ContextVar[tuple[int, ...]] = ContextVar("git_held_locks", default=())
-
-
-@contextlib.contextmanager
-def lock_inherited(descriptor: int) -> Iterator[None]:
-    """While this block runs, every git started inherits `descriptor` (an
-    open file holding a flock): the lock is released only once this process
-    and every such git have closed it (module docstring)."""
-    token = _held_locks.set((*_held_locks.get(), descriptor))
-    try:
-        yield
-    finally:
-        _held_locks.reset(token)
 
 
 @dataclass(frozen=True)
@@ -366,7 +341,7 @@ def git(
         args, result.returncode, result.stderr, scrub(result.stdout, secrets)
     )
     if BUSY.search(result.stderr):
-        wait = _wait_for_lock(result.stderr)
+        wait = wait_out_lock_file(result.stderr)
         if wait:
             failure = replace(failure.error, retry_after=wait).exception()
     raise failure
@@ -393,7 +368,7 @@ def _run(
             errors="replace",
             # Its own process group, so a timeout kills ssh and remote helpers too.
             start_new_session=True,
-            pass_fds=_held_locks.get(),
+            pass_fds=held_locks(),
         )
     except OSError as exc:
         if not os.path.isdir(cwd):
@@ -448,36 +423,6 @@ def _gone(args: Sequence[str], cwd: str | os.PathLike[str]) -> ClassifiedFailure
         Action.WAIT_RETRY,
         f"git {_verb(args)}: {os.fspath(cwd)} is gone - the next step recreates it",
     ).exception()
-
-
-def _wait_for_lock(stderr: str) -> int | None:
-    """For a git that found a lock file in its way: the seconds until that
-    file counts as abandoned, or None to retry at the usual pace (it is gone
-    already, or it was abandoned and is removed here; module docstring)."""
-    found = LOCK_FILE.search(stderr)
-    if found is None:
-        return None
-    path = found.group("path")
-    try:
-        age = time.time() - os.stat(path).st_mtime
-    except OSError:
-        return None
-    limit = settings.CODEX_GIT_TIMEOUT_SECONDS
-    if age < limit:
-        # A git at work lets go in moments; only a lock still there is one
-        # to wait out.
-        pause_while_busy(1)
-        return None if not os.path.exists(path) else math.ceil(limit - age)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    logger.warning(
-        "removed %s: a git killed %.0fs ago left it (no git Codex runs lives "
-        "longer than %ss)",
-        path,
-        age,
-        limit,
-    )
-    return None
 
 
 def _kill(process: subprocess.Popen) -> None:

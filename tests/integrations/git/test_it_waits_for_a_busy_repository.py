@@ -19,7 +19,7 @@ import pytest
 from codex.core.errors import Action, ClassifiedFailure
 from codex.repositories.models import Repository
 from integrations.git import ensure_mirror, runner
-from integrations.git.repository import LOCK_FILE, locked
+from integrations.git.locks import LOCK_FILE, locked
 from integrations.git.runner import classify_stderr, run_git
 from tests.integrations.git.helpers import IDENTITY, clone, commit_file
 
