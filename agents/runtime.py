@@ -22,29 +22,22 @@ requeues the step after the server's delay (a worker is not held for as long
 as the API asks; the task's own retry limit bounds the requeues). So one run
 sends at most turns + model_retries requests.
 
-Prompt caching: the tools and the system prompt are the stable prefix and
-carry a cache breakpoint; the conversation carries one on its last message
-(and one on the previous request's last message, so the cache lookup always
-finds what the previous turn wrote), so each turn re-sends the history as
-cache reads and pays full price only for the new tail. Tool outputs are capped
-and, when the history grows past a limit, old tool results are replaced by
-short stubs; compaction changes the prefix, so it cuts well below the limit to
-happen rarely.
+The budgets are in agents.budgets; result validation, prompt caching and
+compaction in agents.conversation.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
-from django.conf import settings
-
+from agents.budgets import Budget
+from agents.conversation import compact, history_chars, validate, with_cache_breakpoints
 from agents.tools import Tool, ToolOutcome, ToolRecord, cap_text
 from codex.core.errors import Action, ClassifiedError, ClassifiedFailure
 from integrations.anthropic.client import Response, Usage
@@ -53,13 +46,6 @@ SUBMIT_RESULT = "submit_result"
 # The escalation reason of an exhausted budget. EscalationReason has no
 # budget entry yet, so it is a manual review whose detail names the budget.
 BUDGET_ESCALATION_CODE = "manual_review"
-CACHE = {"type": "ephemeral"}
-# The share of the worker's job timeout (Q_TIMEOUT) an agent run may take.
-JOB_TIMEOUT_SHARE = 0.8
-# Block types that may carry cache_control (thinking blocks may not).
-_CACHEABLE = frozenset(
-    {"text", "tool_use", "tool_result", "image", "document", "server_tool_use"}
-)
 
 
 class Kind:
@@ -72,196 +58,6 @@ class Kind:
     NO_RESULT = "no_result"  # fail
     CONTEXT_OVERFLOW = "context_overflow"  # fail
     ERROR = "error"  # the client's classified error decides
-
-
-# -- budgets ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Limits of one run. Turns, tokens and cost are hard caps; time gets a
-    wrap-up instruction at `wrap_up_at` (a fraction of each limit) and is a
-    hard cap at its end. Tokens count every token of every call (cached reads
-    included), the same total as AgentRun.total_tokens. Tokens and cost are
-    also held to what the task has left (`task_*`, from TaskBudget.apply)."""
-
-    max_turns: int = 60
-    max_tokens: int = 5_000_000
-    max_cost_usd: Decimal = Decimal("10")
-    max_seconds: float = 1800
-    wrap_up_at: float = 0.8
-    max_invalid_submissions: int = 3
-    max_response_tokens: int = 8192
-    tool_output_chars: int = 20_000
-    context_chars: int = 400_000  # about 100k tokens of history
-    keep_recent_turns: int = 4
-    # Transient model errors retried in place (module docstring).
-    model_retries: int = 6
-    model_retry_max_wait: float = 30.0
-    model_retry_base_wait: float = 1.0
-
-    @classmethod
-    def from_settings(cls) -> Budget:
-        def get(name: str, default: Any) -> Any:
-            return getattr(settings, name, default)
-
-        base = cls()
-        max_seconds = float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds))
-        job_timeout = get("Q_TIMEOUT", None)
-        if job_timeout:
-            # django-q kills a job at its timeout: a run allowed longer is cut
-            # short there, its task waits for the stale-work reaper, and the
-            # phase starts over only to be killed again, forever. Ending inside
-            # the job (wrap-up first, then budget_exhausted: a person decides)
-            # leaves the rest of the step (worktree, tests, merge) its share.
-            max_seconds = min(max_seconds, float(job_timeout) * JOB_TIMEOUT_SHARE)
-        return cls(
-            max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
-            max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),
-            max_cost_usd=setting_amount("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd),
-            max_seconds=max_seconds,
-            max_response_tokens=int(
-                get("CODEX_AGENT_MAX_RESPONSE_TOKENS", base.max_response_tokens)
-            ),
-            tool_output_chars=int(
-                get("CODEX_AGENT_TOOL_OUTPUT_CHARS", base.tool_output_chars)
-            ),
-            context_chars=int(get("CODEX_AGENT_CONTEXT_CHARS", base.context_chars)),
-            model_retries=int(get("CODEX_MODEL_INLINE_RETRIES", base.model_retries)),
-            model_retry_max_wait=float(
-                get("CODEX_MODEL_INLINE_WAIT_SECONDS", base.model_retry_max_wait)
-            ),
-        )
-
-    # The task's own budget (TaskBudget.apply): its caps and what the task's
-    # earlier runs spent. None: no task cap.
-    task_max_cost_usd: Decimal | None = None
-    task_spent_cost_usd: Decimal = Decimal(0)
-    task_max_tokens: int | None = None
-    task_spent_tokens: int = 0
-
-    def limited_to(
-        self, *, cost_usd: Decimal | None = None, tokens: int | None = None
-    ) -> Budget:
-        """This budget, with the run's caps tightened to `cost_usd`/`tokens`."""
-        return replace(
-            self,
-            max_cost_usd=self.max_cost_usd
-            if cost_usd is None
-            else max(Decimal(0), min(self.max_cost_usd, cost_usd)),
-            max_tokens=self.max_tokens
-            if tokens is None
-            else max(0, min(self.max_tokens, tokens)),
-        )
-
-    @property
-    def cost_cap(self) -> Decimal:
-        """What this run may spend: its own cap, or less when the task has
-        less left."""
-        if self.task_max_cost_usd is None:
-            return self.max_cost_usd
-        left = max(Decimal(0), self.task_max_cost_usd - self.task_spent_cost_usd)
-        return min(self.max_cost_usd, left)
-
-    @property
-    def token_cap(self) -> int:
-        """The tokens this run may use (its cap, or what the task has left)."""
-        if self.task_max_tokens is None:
-            return self.max_tokens
-        return min(
-            self.max_tokens, max(0, self.task_max_tokens - self.task_spent_tokens)
-        )
-
-    def exhausted_by(self, *, cost_usd: Decimal, tokens: int) -> str:
-        """The token or cost budget a run that used `tokens` and `cost_usd`
-        has run out of (the task's when that is the tighter one), or ""."""
-        if tokens >= self.token_cap:
-            if self.token_cap < self.max_tokens:
-                total = self.task_spent_tokens + tokens
-                return (
-                    f"task token budget exhausted ({total} of "
-                    f"{self.task_max_tokens} tokens used by the task's runs; "
-                    "raise CODEX_TASK_MAX_TOKENS to go on)"
-                )
-            return f"token budget exhausted ({tokens} of {self.max_tokens} tokens)"
-        if cost_usd >= self.cost_cap:
-            if self.cost_cap < self.max_cost_usd:
-                total = self.task_spent_cost_usd + cost_usd
-                return (
-                    f"task cost budget exhausted (${usd(total)} of "
-                    f"${usd(self.task_max_cost_usd)} spent by the task's runs; "
-                    "raise CODEX_TASK_MAX_COST_USD to go on)"
-                )
-            return f"cost budget exhausted (${cost_usd} of ${self.max_cost_usd} spent)"
-        return ""
-
-
-def setting_amount(name: str, default: Decimal) -> Decimal:
-    """A dollar amount from the settings: a Decimal (codex.env.env_amount checked
-    it at start-up), or the string or number a test put there."""
-    return Decimal(str(getattr(settings, name, default) or 0))
-
-
-def usd(amount: Decimal | None) -> str:
-    """An amount of dollars for a message: cents."""
-    return f"{Decimal(amount or 0).quantize(Decimal('0.01'))}"
-
-
-@dataclass(frozen=True)
-class TaskBudget:
-    """A task's budget across all its agent runs (CODEX_TASK_MAX_COST_USD,
-    CODEX_TASK_MAX_TOKENS; 0 = no cap): the caps and the sums of the task's
-    AgentRuns. A run starts with what is left (`apply`); a task with nothing
-    left does not start one (`exhausted`)."""
-
-    max_cost_usd: Decimal | None
-    max_tokens: int | None
-    spent_cost_usd: Decimal = Decimal(0)
-    spent_tokens: int = 0
-    runs: int = 0
-
-    @classmethod
-    def of(cls, task: Any) -> TaskBudget:
-        """The caps from the settings and what `task`'s runs have spent."""
-        from codex.fleet.models import AgentRun
-
-        cost = setting_amount("CODEX_TASK_MAX_COST_USD", Decimal(0))
-        tokens = int(getattr(settings, "CODEX_TASK_MAX_TOKENS", 0) or 0)
-        spent = AgentRun.objects.filter(task=task).spend()
-        return cls(
-            max_cost_usd=cost if cost > 0 else None,
-            max_tokens=tokens if tokens > 0 else None,
-            spent_cost_usd=spent.cost_usd,
-            spent_tokens=spent.tokens,
-            runs=spent.runs,
-        )
-
-    def exhausted(self) -> str:
-        """Why no further run may start, or ""."""
-        if self.max_cost_usd is not None and self.spent_cost_usd >= self.max_cost_usd:
-            return (
-                f"task cost budget exhausted (${usd(self.spent_cost_usd)} of "
-                f"${usd(self.max_cost_usd)} spent over {self.runs} runs; raise "
-                "CODEX_TASK_MAX_COST_USD to go on)"
-            )
-        if self.max_tokens is not None and self.spent_tokens >= self.max_tokens:
-            return (
-                f"task token budget exhausted ({self.spent_tokens} of "
-                f"{self.max_tokens} tokens used over {self.runs} runs; raise "
-                "CODEX_TASK_MAX_TOKENS to go on)"
-            )
-        return ""
-
-    def apply(self, budget: Budget) -> Budget:
-        """`budget` for a run of this task: it ends where the task's runs
-        together reach the task's caps."""
-        return replace(
-            budget,
-            task_max_cost_usd=self.max_cost_usd,
-            task_spent_cost_usd=self.spent_cost_usd,
-            task_max_tokens=self.max_tokens,
-            task_spent_tokens=self.spent_tokens,
-        )
 
 
 # -- results ----------------------------------------------------------------
@@ -341,154 +137,6 @@ class ModelClient(Protocol):
         model: str | None = None,
         max_tokens: int = ...,
     ) -> Response: ...
-
-
-# -- result validation ------------------------------------------------------
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
-
-
-def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
-    """Errors of `value` against the subset of JSON Schema the roles use:
-    type (or a list of types), required, properties, additionalProperties
-    false, items, enum, minItems, minLength, minimum, maximum."""
-    errors: list[str] = []
-    wanted = schema.get("type")
-    if wanted is not None:
-        names = [wanted] if isinstance(wanted, str) else list(wanted)
-        ok = any(
-            isinstance(value, _TYPES[name])
-            # bool is an int in Python, never in JSON
-            and not (isinstance(value, bool) and name in ("integer", "number"))
-            for name in names
-        )
-        if not ok:
-            return [f"{path}: expected {' or '.join(names)}, got {_json_type(value)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: must be one of {schema['enum']}")
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{path}: missing required key {key!r}")
-        for key, item in value.items():
-            if key in properties:
-                errors.extend(validate(item, properties[key], f"{path}.{key}"))
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{path}: unexpected key {key!r}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            errors.append(f"{path}: needs at least {schema['minItems']} items")
-        if "items" in schema:
-            for index, item in enumerate(value):
-                errors.extend(validate(item, schema["items"], f"{path}[{index}]"))
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        errors.append(f"{path}: needs at least {schema['minLength']} characters")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: must be at least {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: must be at most {schema['maximum']}")
-    return errors
-
-
-def _json_type(value: Any) -> str:
-    for name, types in _TYPES.items():
-        if isinstance(value, types) and not (
-            isinstance(value, bool) and name in ("integer", "number")
-        ):
-            return name
-    return type(value).__name__
-
-
-# -- messages, caching and compaction --------------------------------------
-
-
-def with_cache_breakpoints(
-    system: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
-    messages: Sequence[Mapping[str, Any]],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Copies of system, tools and messages with cache_control on the last
-    system block, the last tool, the last message and the message the previous
-    request ended with (at most four breakpoints, the API's limit). The
-    stored conversation is never marked: the breakpoints move every turn."""
-    system_out = [dict(block) for block in system]
-    if system_out:
-        system_out[-1]["cache_control"] = CACHE
-    tools_out = [dict(tool) for tool in tools]
-    if tools_out:
-        tools_out[-1]["cache_control"] = CACHE
-    messages_out = list(messages)
-    marks = [len(messages_out) - 1]
-    # The previous request ended with the user message two turns back (user,
-    # assistant, user); marking it too makes its cache entry a sure hit.
-    if len(messages_out) >= 3 and messages_out[-1]["role"] == "user":
-        marks.append(len(messages_out) - 3)
-    for index in marks:
-        if index >= 0:
-            messages_out[index] = _mark_last_block(messages_out[index])
-    return system_out, tools_out, messages_out
-
-
-def _mark_last_block(message: Mapping[str, Any]) -> dict[str, Any]:
-    content = message["content"]
-    if isinstance(content, str):
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
-    else:
-        blocks = [dict(block) for block in content]
-    for block in reversed(blocks):
-        if block.get("type") in _CACHEABLE and block.get("text", "x") != "":
-            block["cache_control"] = CACHE
-            break
-    return {**message, "content": blocks}
-
-
-def history_chars(messages: Sequence[Mapping[str, Any]]) -> int:
-    return len(json.dumps(messages, default=str))
-
-
-STUB = (
-    "[earlier output removed to keep the context small; run the tool again if needed]"
-)
-INPUT_STUB_CHARS = 500
-
-
-def compact(
-    messages: list[dict[str, Any]], *, target_chars: int, keep_recent: int
-) -> bool:
-    """Shrink the history in place, oldest first, until it is under
-    `target_chars`: old tool results become a stub, long inputs of old tool
-    calls are shortened. The first message (the task) and the last
-    `keep_recent` exchanges stay whole. True if anything changed."""
-    changed = False
-    protected = max(1, len(messages) - 2 * keep_recent)
-    for message in messages[1:protected]:
-        if history_chars(messages) <= target_chars:
-            break
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if block.get("type") == "tool_result" and block.get("content") != STUB:
-                block["content"] = STUB
-                changed = True
-            elif block.get("type") == "tool_use":
-                for key, value in list(block.get("input", {}).items()):
-                    if isinstance(value, str) and len(value) > INPUT_STUB_CHARS:
-                        block["input"][key] = (
-                            f"{value[:200]}... [{len(value)} characters, shortened]"
-                        )
-                        changed = True
-    return changed
 
 
 # -- the loop ---------------------------------------------------------------

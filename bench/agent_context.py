@@ -23,8 +23,9 @@ SCHEMA = {
 
 
 def run(smoke: bool) -> list[dict]:
-    from agents.runtime import Budget, run_agent
-    from agents.tools import Sandbox
+    from agents.budgets import Budget
+    from agents.runtime import run_agent
+    from agents.sandbox import Sandbox
     from integrations.anthropic.client import ModelClient
     from tests.model_stub import ModelStub, message, submit, tool_use
 

@@ -44,7 +44,7 @@ from agents.tools import ToolError
 from codex.tasks.runners import PhaseResult
 
 if TYPE_CHECKING:
-    from agents.tools import Sandbox
+    from agents.sandbox import Sandbox
     from codex.repositories.models import Repository
 
 SYSTEM_PROMPT = f"""\

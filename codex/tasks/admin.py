@@ -1,4 +1,8 @@
-"""The operator console for tasks."""
+"""The operator console for tasks.
+
+TaskAdmin, its inlines and helpers are here; the pages of a task's records
+(escalations, artifacts, reports, ...) are in codex.tasks.admin_records,
+imported below so that admin autodiscovery registers them."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
+from codex.tasks import admin_records  # noqa: F401  (registers the record pages)
 from codex.tasks.api.actions import retry_task
 from codex.tasks.models import (
     AgentQuestion,
@@ -20,7 +25,6 @@ from codex.tasks.models import (
     Artifact,
     BuildResult,
     Escalation,
-    Learning,
     ReviewReport,
     Task,
     Triage,
@@ -469,149 +473,3 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
             ):
                 broken += 1
         self.message_user(request, f"Broke {broken} lease(s).")
-
-
-@admin.register(Escalation)
-class EscalationAdmin(admin.ModelAdmin):
-    list_display = ["task", "phase", "reason", "created_at", "resolved_at", "decision"]
-    list_filter = [
-        "reason",
-        "phase",
-        ("resolved_at", admin.EmptyFieldListFilter),
-        "decision",
-    ]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id", "detail"]
-    readonly_fields = [
-        "task",
-        "phase",
-        "reason",
-        "detail",
-        "questions",
-        "created_at",
-        "resolved_at",
-        "resolved_by",
-        "resolved_by_label",
-        "resolution",
-        "answers",
-        "decision",
-        "consumed_at",
-    ]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-
-@admin.register(Artifact)
-class ArtifactAdmin(admin.ModelAdmin):
-    list_display = ["task", "name", "created_at", "sha256"]
-    list_filter = ["name"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id", "name"]
-    readonly_fields = ["task", "name", "sha256", "content", "created_at"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-
-@admin.register(VerificationReport)
-class VerificationReportAdmin(admin.ModelAdmin):
-    list_display = [
-        "task",
-        "cycle",
-        "recommendation",
-        "tests_passed",
-        "tests_failed",
-        "created_at",
-    ]
-    list_filter = ["recommendation"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False  # reports are the agents' work, recorded by the pipeline
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
-@admin.register(ReviewReport)
-class ReviewReportAdmin(admin.ModelAdmin):
-    list_display = ["task", "cycle", "assessment", "created_at"]
-    list_filter = ["assessment"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False  # reports are the agents' work, recorded by the pipeline
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
-@admin.register(Triage)
-class TriageAdmin(admin.ModelAdmin):
-    list_display = ["task", "type", "scope", "complexity", "should_proceed"]
-    list_filter = ["type", "scope", "complexity", "should_proceed"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-
-@admin.register(Analysis)
-class AnalysisAdmin(admin.ModelAdmin):
-    list_display = ["task", "completed_at"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id", "brief"]
-
-
-@admin.register(BuildResult)
-class BuildResultAdmin(admin.ModelAdmin):
-    list_display = [
-        "task",
-        "cycle",
-        "tests_passed",
-        "lint_passed",
-        "type_check_passed",
-        "created_at",
-    ]
-    list_filter = ["tests_passed", "lint_passed", "type_check_passed"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-
-@admin.register(AgentQuestion)
-class AgentQuestionAdmin(admin.ModelAdmin):
-    list_display = [
-        "task",
-        "from_role",
-        "to_role",
-        "short_question",
-        "asked_at",
-        "answered_at",
-    ]
-    list_filter = ["from_role", "to_role", ("answered_at", admin.EmptyFieldListFilter)]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id", "question", "answer"]
-
-    @admin.display(description="question")
-    def short_question(self, question: AgentQuestion) -> str:
-        return question.question[:80]
-
-
-@admin.register(Learning)
-class LearningAdmin(admin.ModelAdmin):
-    list_display = [
-        "repository",
-        "agent",
-        "type",
-        "short_content",
-        "created_at",
-        "task",
-    ]
-    list_filter = ["agent", "type"]
-    list_select_related = ["repository", "task"]
-    search_fields = ["content", "repository__url"]
-
-    @admin.display(description="content")
-    def short_content(self, learning: Learning) -> str:
-        return learning.content[:80]

@@ -11,7 +11,7 @@ import pytest
 
 from agents.roles import qa
 from agents.roles.base import RoleContext
-from agents.tools import Sandbox
+from agents.sandbox import Sandbox
 from tests.factories import make_repository, make_task
 
 PYTEST_JUNIT = """<?xml version="1.0" encoding="utf-8"?>

@@ -6,17 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from agents.runtime import (
-    CONTINUE,
-    NUDGE,
-    STUB,
-    WRAP_UP,
-    Budget,
-    Kind,
-    run_agent,
-    validate,
-)
-from agents.tools import Sandbox
+from agents.budgets import Budget
+from agents.conversation import STUB, validate
+from agents.runtime import CONTINUE, NUDGE, WRAP_UP, Kind, run_agent
+from agents.sandbox import Sandbox
 from codex.core.errors import Action
 from tests.model_stub import error, message, submit, tool_use
 

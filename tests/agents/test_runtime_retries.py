@@ -12,7 +12,8 @@ API asks.
 
 from __future__ import annotations
 
-from agents.runtime import Budget, Kind
+from agents.budgets import Budget
+from agents.runtime import Kind
 from codex.core.errors import Action
 from tests.agents.test_runtime import GOOD, run
 from tests.model_stub import dropped, error, message, submit, tool_use

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools import Sandbox, ToolError
+from agents.sandbox import Sandbox
+from agents.tools import ToolError
 
 PYTHON_DIR = str(Path(sys.executable).parent)
 
@@ -205,7 +206,7 @@ def test_command_cwd_is_confined(sandbox):
 
 
 def test_an_operators_extra_environment_reaches_commands_but_not_path(tmp_path):
-    from agents.tools import Sandbox
+    from agents.sandbox import Sandbox
 
     sandbox = Sandbox(
         tmp_path,

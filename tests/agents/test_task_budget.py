@@ -7,8 +7,9 @@ from decimal import Decimal
 
 import pytest
 
+from agents.budgets import Budget, TaskBudget
 from agents.phase_runner import AgentPhaseRunner
-from agents.runtime import Budget, Kind, TaskBudget
+from agents.runtime import Kind
 from codex.fleet.models import AgentRun
 from codex.tasks.jobs import advance_task
 from tests.agents.test_runtime import GOOD, run

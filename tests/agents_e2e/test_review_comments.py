@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.phase_runner import AgentPhaseRunner
+from agents import forge_steps
 from agents.roles.reviewer import inert, review_body, review_marker
 from codex.core.errors import Action, ClassifiedFailure
 from codex.core.models import SideEffect
@@ -77,7 +77,7 @@ def test_blocking_and_suggestion_comments_are_posted_once_per_cycle(
     task.refresh_from_db()
     task.review_cycles = 0
     review = {"assessment": "request_changes", "comments": [{"severity": "blocking"}]}
-    AgentPhaseRunner._post_review(task, get_forge(repository), task.branch, review)
+    forge_steps.post_review(task, get_forge(repository), task.branch, review)
     assert LocalComment.objects.filter(issue__number=pull.number).count() == 1
 
 
@@ -96,7 +96,7 @@ def test_an_unfinished_post_is_looked_up_not_repeated(agent_settings, repository
         attempts=1,
     )
 
-    AgentPhaseRunner._post_review(task, forge, pull.head, review)
+    forge_steps.post_review(task, forge, pull.head, review)
 
     comments = LocalComment.objects.filter(issue__number=pull.number)
     assert comments.count() == 1 and marker in comments.get().body
@@ -115,7 +115,7 @@ def test_posting_can_be_turned_off(agent_settings, repository):
     pull = _open_pull_request(repository, task)
     review = {"assessment": "request_changes", "comments": [{"severity": "blocking"}]}
 
-    AgentPhaseRunner._post_review(task, get_forge(repository), pull.head, review)
+    forge_steps.post_review(task, get_forge(repository), pull.head, review)
 
     assert not LocalComment.objects.exists()
 

@@ -13,7 +13,8 @@ import pytest
 from django.test import RequestFactory
 
 from agents.prompts import strip_hidden, untrusted
-from agents.tools import Sandbox, ToolError
+from agents.sandbox import Sandbox
+from agents.tools import ToolError
 from codex.webhooks.signature import sign
 from codex.webhooks.views import github_webhook
 

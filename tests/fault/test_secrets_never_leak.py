@@ -18,7 +18,7 @@ from cryptography.fernet import Fernet
 from django.db import connection
 from rest_framework.test import APIClient
 
-from agents.tools import Sandbox
+from agents.sandbox import Sandbox
 from codex.accounts.models import ApiToken, hash_key
 from codex.configuration.models import Setting
 from codex.core.errors import ClassifiedFailure

@@ -1,0 +1,176 @@
+"""What the loop does to the conversation besides sending it: checking a
+submitted result against the role's schema (`validate`), marking each
+request's cache breakpoints and compacting the history.
+
+Prompt caching: the tools and the system prompt are the stable prefix and
+carry a cache breakpoint; the conversation carries one on its last message
+(and one on the previous request's last message, so the cache lookup always
+finds what the previous turn wrote), so each turn re-sends the history as
+cache reads and pays full price only for the new tail. Tool outputs are capped
+and, when the history grows past a limit, old tool results are replaced by
+short stubs; compaction changes the prefix, so it cuts well below the limit to
+happen rarely.
+
+These are functions of the messages alone, kept out of the loop
+(agents.runtime) so that it reads as the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+CACHE = {"type": "ephemeral"}
+# Block types that may carry cache_control (thinking blocks may not).
+_CACHEABLE = frozenset(
+    {"text", "tool_use", "tool_result", "image", "document", "server_tool_use"}
+)
+
+
+# -- result validation ------------------------------------------------------
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
+    """Errors of `value` against the subset of JSON Schema the roles use:
+    type (or a list of types), required, properties, additionalProperties
+    false, items, enum, minItems, minLength, minimum, maximum."""
+    errors: list[str] = []
+    wanted = schema.get("type")
+    if wanted is not None:
+        names = [wanted] if isinstance(wanted, str) else list(wanted)
+        ok = any(
+            isinstance(value, _TYPES[name])
+            # bool is an int in Python, never in JSON
+            and not (isinstance(value, bool) and name in ("integer", "number"))
+            for name in names
+        )
+        if not ok:
+            return [f"{path}: expected {' or '.join(names)}, got {_json_type(value)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{path}: must be one of {schema['enum']}")
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{path}: missing required key {key!r}")
+        for key, item in value.items():
+            if key in properties:
+                errors.extend(validate(item, properties[key], f"{path}.{key}"))
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{path}: unexpected key {key!r}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            errors.append(f"{path}: needs at least {schema['minItems']} items")
+        if "items" in schema:
+            for index, item in enumerate(value):
+                errors.extend(validate(item, schema["items"], f"{path}[{index}]"))
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        errors.append(f"{path}: needs at least {schema['minLength']} characters")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{path}: must be at least {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{path}: must be at most {schema['maximum']}")
+    return errors
+
+
+def _json_type(value: Any) -> str:
+    for name, types in _TYPES.items():
+        if isinstance(value, types) and not (
+            isinstance(value, bool) and name in ("integer", "number")
+        ):
+            return name
+    return type(value).__name__
+
+
+# -- messages, caching and compaction --------------------------------------
+
+
+def with_cache_breakpoints(
+    system: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Copies of system, tools and messages with cache_control on the last
+    system block, the last tool, the last message and the message the previous
+    request ended with (at most four breakpoints, the API's limit). The
+    stored conversation is never marked: the breakpoints move every turn."""
+    system_out = [dict(block) for block in system]
+    if system_out:
+        system_out[-1]["cache_control"] = CACHE
+    tools_out = [dict(tool) for tool in tools]
+    if tools_out:
+        tools_out[-1]["cache_control"] = CACHE
+    messages_out = list(messages)
+    marks = [len(messages_out) - 1]
+    # The previous request ended with the user message two turns back (user,
+    # assistant, user); marking it too makes its cache entry a sure hit.
+    if len(messages_out) >= 3 and messages_out[-1]["role"] == "user":
+        marks.append(len(messages_out) - 3)
+    for index in marks:
+        if index >= 0:
+            messages_out[index] = _mark_last_block(messages_out[index])
+    return system_out, tools_out, messages_out
+
+
+def _mark_last_block(message: Mapping[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    if isinstance(content, str):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    else:
+        blocks = [dict(block) for block in content]
+    for block in reversed(blocks):
+        if block.get("type") in _CACHEABLE and block.get("text", "x") != "":
+            block["cache_control"] = CACHE
+            break
+    return {**message, "content": blocks}
+
+
+def history_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+    return len(json.dumps(messages, default=str))
+
+
+STUB = (
+    "[earlier output removed to keep the context small; run the tool again if needed]"
+)
+INPUT_STUB_CHARS = 500
+
+
+def compact(
+    messages: list[dict[str, Any]], *, target_chars: int, keep_recent: int
+) -> bool:
+    """Shrink the history in place, oldest first, until it is under
+    `target_chars`: old tool results become a stub, long inputs of old tool
+    calls are shortened. The first message (the task) and the last
+    `keep_recent` exchanges stay whole. True if anything changed."""
+    changed = False
+    protected = max(1, len(messages) - 2 * keep_recent)
+    for message in messages[1:protected]:
+        if history_chars(messages) <= target_chars:
+            break
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_result" and block.get("content") != STUB:
+                block["content"] = STUB
+                changed = True
+            elif block.get("type") == "tool_use":
+                for key, value in list(block.get("input", {}).items()):
+                    if isinstance(value, str) and len(value) > INPUT_STUB_CHARS:
+                        block["input"][key] = (
+                            f"{value[:200]}... [{len(value)} characters, shortened]"
+                        )
+                        changed = True
+    return changed
