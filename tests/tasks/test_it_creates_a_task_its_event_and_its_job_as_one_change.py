@@ -12,7 +12,7 @@ from django_q.models import OrmQ
 
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Task
-from codex.tasks.models import task as task_module
+from codex.tasks.models import queryset as queryset_module
 from tests.factories import make_repository, make_task
 from tests.jobs import queued_jobs
 
@@ -60,7 +60,7 @@ def test_a_taken_task_id_is_tried_again_and_leaves_nothing(monkeypatch):
     taken = make_task().task_id
     OrmQ.objects.all().delete()
     ids = iter([taken, "FEAT-20260101-fresh1"])
-    monkeypatch.setattr(task_module, "new_task_id", lambda: next(ids))
+    monkeypatch.setattr(queryset_module, "new_task_id", lambda: next(ids))
     task, created = create()
     assert created and task.task_id == "FEAT-20260101-fresh1"
     assert Task.objects.count() == 2
@@ -72,7 +72,7 @@ def test_a_taken_task_id_is_tried_again_and_leaves_nothing(monkeypatch):
 def test_inside_a_callers_transaction_a_retry_keeps_that_transaction(monkeypatch):
     taken = make_task().task_id
     ids = iter([taken, "FEAT-20260101-fresh2"])
-    monkeypatch.setattr(task_module, "new_task_id", lambda: next(ids))
+    monkeypatch.setattr(queryset_module, "new_task_id", lambda: next(ids))
     with transaction.atomic():
         task, _ = create()
         assert Task.objects.filter(task_id=task.task_id).exists()

@@ -29,13 +29,9 @@ from codex.tasks.models.escalation import (
     Escalation,
     EscalationReason,
 )
+from codex.tasks.models.queryset import new_task_id
 from codex.tasks.models.reports import Recommendation, ReviewReport, VerificationReport
-from codex.tasks.models.task import (
-    IdempotencyMismatch,
-    ImmutableFieldError,
-    Task,
-    new_task_id,
-)
+from codex.tasks.models.task import IdempotencyMismatch, ImmutableFieldError, Task
 
 __all__ = [
     "AgentQuestion",

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import secrets
-import string
-from contextlib import nullcontext
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
 from django.utils import timezone
-from django_fsm import FSMField, TransitionNotAllowed, can_proceed, transition
+from django_fsm import FSMField, TransitionNotAllowed, can_proceed
 
 from codex.core.logged_state import default_reason
-from codex.core.models import VersionedLeasedModel, VersionedQuerySet
+from codex.core.models import VersionedLeasedModel
 from codex.core.queue import enqueue_on_commit, job_row
 from codex.events.models import Event, EventKind
 from codex.tasks.models import guards
@@ -31,22 +26,13 @@ from codex.tasks.models.choices import (
     Priority,
     Status,
 )
+from codex.tasks.models.phase_transitions import PhaseTransitions
+from codex.tasks.models.queryset import ADVANCE_JOB, IMMUTABLE_FIELDS, TaskQuerySet
+from codex.tasks.models.status_transitions import StatusTransitions
 
 TASK_ID_PATTERN = r"^FEAT-\d{8}-[a-z0-9]{6}$"
-TASK_ID_ALPHABET = string.ascii_lowercase + string.digits
 TITLE_MAX_LENGTH = 200
-REQUEST_FIELDS = ("title", "description", "priority", "acceptance_criteria")
-# Identity is as immutable as the request.
-IMMUTABLE_FIELDS = (
-    "task_id",
-    "created_by",
-    "repository_id",
-    "created_at",
-    *REQUEST_FIELDS,
-)
 ERRORS_KEPT = 50
-ADVANCE_JOB = "codex.tasks.jobs.advance_task"
-CLEANUP_JOB = "codex.tasks.jobs.clean_up_task"
 
 PHASE_AGENT = {
     Phase.INTAKE: Agent.PM,
@@ -73,20 +59,6 @@ class IdempotencyMismatch(Exception):
         )
 
 
-def new_task_id(today: datetime | None = None) -> str:
-    """FEAT-{YYYYMMDD}-{random6}, as spec 002 §2.1 prescribes."""
-    day = (today or timezone.now()).strftime("%Y%m%d")
-    suffix = "".join(secrets.choice(TASK_ID_ALPHABET) for _ in range(6))
-    return f"FEAT-{day}-{suffix}"
-
-
-def request_fingerprint(request: dict[str, Any]) -> str:
-    """A stable hash of a creation request, to tell replays from key reuse."""
-    return hashlib.sha256(
-        json.dumps(request, sort_keys=True, default=str).encode()
-    ).hexdigest()
-
-
 def initial_phase_progress() -> dict[str, dict[str, Any]]:
     return {
         phase: {"status": PhaseStatus.PENDING, "agent_invocations": 0}
@@ -94,100 +66,7 @@ def initial_phase_progress() -> dict[str, dict[str, Any]]:
     }
 
 
-class TaskQuerySet(VersionedQuerySet):
-    protected_update_fields = frozenset({"status", "phase", *IMMUTABLE_FIELDS})
-
-    def active(self) -> TaskQuerySet:
-        return self.exclude(status__in=TERMINAL_STATUSES)
-
-    def create_from_request(
-        self,
-        *,
-        repository,
-        title: str,
-        description: str = "",
-        priority: str = Priority.MEDIUM,
-        acceptance_criteria: str = "",
-        created_by: str = CreatedBy.API,
-        actor: str = "",
-        idempotency_key: str | None = None,
-        issue_number: int | None = None,
-    ) -> tuple[Task, bool]:
-        """Create a task (and enqueue its first step), or return the one created
-        earlier with the same idempotency key. Returns (task, created).
-
-        Raises IdempotencyMismatch when the key was used for another request.
-        """
-        request = {
-            "repository": repository.url,
-            "title": title,
-            "description": description,
-            "priority": priority,
-            "acceptance_criteria": acceptance_criteria,
-        }
-        if issue_number is not None:
-            request["issue_number"] = issue_number
-        fingerprint = request_fingerprint(request)
-        if idempotency_key:
-            existing = self.filter(idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing.check_replay(fingerprint), False
-        task = self.model(
-            repository=repository,
-            title=title,
-            description=description,
-            priority=priority,
-            acceptance_criteria=acceptance_criteria,
-            created_by=created_by,
-            idempotency_key=idempotency_key or None,
-            request_fingerprint=fingerprint,
-            issue_number=issue_number,
-        )
-        # Only the request is validated here: protected state fields refuse
-        # full_clean's re-assignment (see STACK.md).
-        task.clean_fields(
-            exclude=[
-                f.name
-                for f in self.model._meta.fields
-                if f.name not in (*REQUEST_FIELDS, "created_by")
-            ]
-        )
-        connection = transaction.get_connection(self.db)
-        for _ in range(5):
-            task.task_id = new_task_id()
-            task.record(
-                EventKind.CREATED,
-                by=actor or f"intake:{created_by}",
-                reason="task created",
-                target=task.status,
-                data={"idempotency_key": idempotency_key} if idempotency_key else {},
-            )
-            task.enqueue_with_save(ADVANCE_JOB, task.task_id)
-            # Inside a caller's transaction a savepoint, so that a taken id or
-            # key can be tried again; outside one the save is one statement
-            # (PostgreSQL, see save_with_rows) or a transaction of its own.
-            retry_point = (
-                transaction.atomic(using=self.db)
-                if connection.in_atomic_block
-                else nullcontext()
-            )
-            try:
-                with retry_point:
-                    task.save(using=self.db)
-                return task, True
-            except IntegrityError:
-                task.pk = None
-                task._state.adding = True
-                if idempotency_key:
-                    existing = self.filter(idempotency_key=idempotency_key).first()
-                    if (
-                        existing is not None
-                    ):  # a concurrent request with the same key won
-                        return existing.check_replay(fingerprint), False
-        raise IntegrityError("could not allocate a unique task id")
-
-
-class Task(VersionedLeasedModel):
+class Task(StatusTransitions, PhaseTransitions, VersionedLeasedModel):
     """The task envelope (spec 002 §2): one feature request's whole life.
 
     The request (title, description, priority, acceptance criteria) and identity
@@ -404,273 +283,6 @@ class Task(VersionedLeasedModel):
             data={"action": "force_break", "previous_holder": previous_holder},
         )
 
-    # -- status transitions (spec 002 §3.2, §3.4) ------------------------------
-
-    @transition(
-        field=status,
-        source=Status.PENDING,
-        target=Status.IN_PROGRESS,
-        conditions=[guards.phase_is_intake, guards.lease_available],
-        custom={"admin": False},
-    )
-    def start(
-        self, *, by: str, reason: str = "task processor picked up the task"
-    ) -> None:
-        """The task processor picks the task up."""
-        self._enter_phase(Phase.INTAKE)
-
-    @transition(
-        field=status,
-        source=Status.IN_PROGRESS,
-        target=Status.BLOCKED,
-        conditions=[guards.retries_remain],
-        custom={"admin": False},
-    )
-    def block(
-        self, *, by: str, reason: str, retry_after: timedelta | None = None
-    ) -> None:
-        """A transient failure: wait (until `retry_after` from now when given)."""
-        self.retry_count += 1
-        self.blocked_reason = reason
-        self.blocked_until = timezone.now() + retry_after if retry_after else None
-
-    @transition(
-        field=status,
-        source=Status.BLOCKED,
-        target=Status.IN_PROGRESS,
-        conditions=[guards.lease_available, guards.backoff_elapsed],
-        custom={"label": "Unblock (retry now)"},
-    )
-    def unblock(self, *, by: str, reason: str = "blocker resolved") -> None:
-        """The blocker is gone: continue from the last checkpoint."""
-        self.blocked_reason = ""
-        self.blocked_until = None
-
-    @transition(
-        field=status,
-        source=Status.IN_PROGRESS,
-        target=Status.ESCALATED,
-        custom={"admin": False},
-    )
-    def escalate(
-        self,
-        *,
-        by: str,
-        reason: str,
-        questions: list[str] | None = None,
-        code: str = "manual_review",
-    ) -> None:
-        """Hand the task to a person; the phase stays where it is."""
-        from codex.tasks.models.escalation import Escalation
-
-        escalation = Escalation(
-            task=self,
-            phase=self.phase,
-            reason=code,
-            detail=reason,
-            questions=list(questions or []),
-        )
-        self.on_save(escalation.save)
-
-    @transition(
-        field=status,
-        source=Status.ESCALATED,
-        target=Status.IN_PROGRESS,
-        conditions=[guards.escalation_resolved_for_resume],
-        custom={"admin": False},
-    )
-    def resolve(self, *, by: str, reason: str = "escalation resolved") -> None:
-        """A person resolved the escalation: consume the resolution and go on."""
-        # The guard just looked it up: use that row rather than query again.
-        escalation = self.__dict__.pop("_escalation_for_resume", None)
-        if escalation is None:
-            escalation = self.open_escalation_for_resume
-        escalation.consumed_at = timezone.now()
-        self.on_save(lambda: escalation.save(update_fields=["consumed_at"]))
-
-    @transition(
-        field=status,
-        source=Status.IN_PROGRESS,
-        target=Status.PAUSED,
-        custom={"label": "Pause"},
-    )
-    def pause(self, *, by: str, reason: str = "paused on request") -> None:
-        """A user pauses the task."""
-
-    @transition(
-        field=status,
-        source=Status.PAUSED,
-        target=Status.IN_PROGRESS,
-        custom={"label": "Resume"},
-    )
-    def resume(self, *, by: str, reason: str = "resumed on request") -> None:
-        """A user resumes a paused task from where it stopped."""
-
-    @transition(
-        field=status,
-        source=Status.IN_PROGRESS,
-        target=Status.COMPLETED,
-        conditions=[guards.phase_is_release, guards.pull_request_merged],
-        custom={"admin": False},
-    )
-    def complete(self, *, by: str, reason: str = "pull request merged") -> None:
-        """The release phase succeeded."""
-        self._finish_phase()
-        self.current_agent = Agent.NONE
-        self.finished_at = timezone.now()
-        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
-
-    @transition(
-        field=status,
-        source=[Status.IN_PROGRESS, Status.BLOCKED, Status.ESCALATED],
-        target=Status.FAILED,
-        custom={"label": "Fail"},
-    )
-    def fail(self, *, by: str, reason: str = "failed") -> None:
-        """An unrecoverable error, or a person decided to give up."""
-        self.current_agent = Agent.NONE
-        self.finished_at = timezone.now()
-        self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
-        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
-
-    @transition(
-        field=status,
-        source=[
-            Status.PENDING,
-            Status.IN_PROGRESS,
-            Status.BLOCKED,
-            Status.ESCALATED,
-            Status.PAUSED,
-        ],
-        target=Status.CANCELLED,
-        custom={"label": "Cancel"},
-    )
-    def cancel(self, *, by: str, reason: str = "cancelled on request") -> None:
-        """A user cancels the task; any open escalation is closed with it."""
-        self.current_agent = Agent.NONE
-        self.finished_at = timezone.now()
-        self.on_save(
-            lambda: self.escalations.close_open(by=by, reason="task cancelled")
-        )
-        # The lease goes with this save; the claim and the instances after it.
-        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
-
-    # -- phase transitions (spec 002 §3.3, §3.4) ---------------------------------
-
-    @transition(
-        field=phase,
-        source=Phase.INTAKE,
-        target=Phase.PLANNING,
-        conditions=[
-            guards.is_in_progress,
-            guards.spec_exists,
-            guards.clarification_not_needed,
-        ],
-        custom={"admin": False},
-    )
-    def begin_planning(self, *, by: str, reason: str = "spec.md written") -> None:
-        self._enter_phase(Phase.PLANNING)
-
-    @transition(
-        field=phase,
-        source=Phase.PLANNING,
-        target=Phase.IMPLEMENTATION,
-        conditions=[
-            guards.is_in_progress,
-            guards.plan_and_tasks_exist,
-            guards.has_tasks,
-        ],
-        custom={"admin": False},
-    )
-    def begin_implementation(
-        self, *, by: str, reason: str = "plan.md and tasks.md written"
-    ) -> None:
-        self.current_task = 0
-        self._enter_phase(Phase.IMPLEMENTATION)
-
-    @transition(
-        field=phase,
-        source=Phase.IMPLEMENTATION,
-        target=Phase.VERIFICATION,
-        conditions=[
-            guards.is_in_progress,
-            guards.all_tasks_done,
-            guards.pull_request_exists,
-            guards.ci_is_passing,
-        ],
-        custom={"admin": False},
-    )
-    def begin_verification(
-        self, *, by: str, reason: str = "all tasks done, CI passing"
-    ) -> None:
-        self._enter_phase(Phase.VERIFICATION)
-
-    @transition(
-        field=phase,
-        source=Phase.VERIFICATION,
-        target=Phase.REVIEW,
-        conditions=[guards.is_in_progress, guards.verification_approved],
-        custom={"admin": False},
-    )
-    def begin_review(self, *, by: str, reason: str = "verification approved") -> None:
-        self._enter_phase(Phase.REVIEW)
-
-    @transition(
-        field=phase,
-        source=Phase.VERIFICATION,
-        target=Phase.IMPLEMENTATION,
-        conditions=[
-            guards.is_in_progress,
-            guards.verification_requested_changes,
-            guards.verification_cycles_remain,
-        ],
-        custom={"admin": False},
-    )
-    def return_from_verification(
-        self,
-        *,
-        by: str,
-        reason: str = "verification requested changes",
-        feedback: dict[str, Any] | None = None,
-    ) -> None:
-        self.verification_cycles += 1
-        self._route_feedback("verification", self.verification_cycles, feedback)
-
-    @transition(
-        field=phase,
-        source=Phase.REVIEW,
-        target=Phase.RELEASE,
-        conditions=[
-            guards.is_in_progress,
-            guards.review_approved,
-            guards.no_blocking_comments,
-        ],
-        custom={"admin": False},
-    )
-    def begin_release(self, *, by: str, reason: str = "review approved") -> None:
-        self._enter_phase(Phase.RELEASE)
-
-    @transition(
-        field=phase,
-        source=Phase.REVIEW,
-        target=Phase.IMPLEMENTATION,
-        conditions=[
-            guards.is_in_progress,
-            guards.review_requested_changes,
-            guards.review_cycles_remain,
-        ],
-        custom={"admin": False},
-    )
-    def return_from_review(
-        self,
-        *,
-        by: str,
-        reason: str = "review requested changes",
-        feedback: dict[str, Any] | None = None,
-    ) -> None:
-        self.review_cycles += 1
-        self._route_feedback("review", self.review_cycles, feedback)
-
     # -- helpers used by the transitions ---------------------------------------
 
     def _finish_phase(self, now: datetime | None = None) -> None:
@@ -689,24 +301,6 @@ class Task(VersionedLeasedModel):
         self.phase_entered_at = now
         self.current_agent = PHASE_AGENT[phase]
         self.retry_count = 0
-
-    def _route_feedback(
-        self, loop: str, cycle: int, feedback: dict[str, Any] | None
-    ) -> None:
-        self.feedback_history.setdefault(loop, []).append(
-            {
-                "cycle": cycle,
-                "at": timezone.now().isoformat(),
-                "feedback": feedback or {},
-            }
-        )
-        self.current_task = 0
-        self.ci_passing = None
-        left = self.phase
-        self._enter_phase(Phase.IMPLEMENTATION)
-        # The phase sent back is not done: it runs again after the next attempt.
-        self.phase_progress[left]["status"] = PhaseStatus.PENDING
-        self.phase_progress[left].pop("completed_at", None)
 
     def record_error(
         self,

@@ -8,7 +8,7 @@ from codex.core.models import LeaseUnavailable
 from codex.core.queue import enqueue_on_commit
 from codex.events.models import EventKind
 from codex.tasks.models import Phase, Status, Task
-from codex.tasks.models.task import ADVANCE_JOB
+from codex.tasks.models.queryset import ADVANCE_JOB
 from codex.webhooks.handlers.common import (
     Context,
     Result,

@@ -10,8 +10,8 @@ from codex.core.queue import enqueue_on_commit
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus
 from codex.tasks.models import Phase, ReviewReport, Status, Task
+from codex.tasks.models.queryset import ADVANCE_JOB
 from codex.tasks.models.reports import Recommendation
-from codex.tasks.models.task import ADVANCE_JOB
 from codex.webhooks.handlers.common import (
     Context,
     Result,

@@ -1,0 +1,141 @@
+"""The task queryset: creating a task from a request (ids, fingerprints,
+idempotency keys) and the request and identity fields no update may change."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import string
+from contextlib import nullcontext
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from codex.core.models import VersionedQuerySet
+from codex.events.models import EventKind
+from codex.tasks.models.choices import TERMINAL_STATUSES, CreatedBy, Priority
+
+if TYPE_CHECKING:
+    from codex.tasks.models.task import Task
+
+TASK_ID_ALPHABET = string.ascii_lowercase + string.digits
+REQUEST_FIELDS = ("title", "description", "priority", "acceptance_criteria")
+# Identity is as immutable as the request.
+IMMUTABLE_FIELDS = (
+    "task_id",
+    "created_by",
+    "repository_id",
+    "created_at",
+    *REQUEST_FIELDS,
+)
+ADVANCE_JOB = "codex.tasks.jobs.advance_task"
+
+
+def new_task_id(today: datetime | None = None) -> str:
+    """FEAT-{YYYYMMDD}-{random6}, as spec 002 §2.1 prescribes."""
+    day = (today or timezone.now()).strftime("%Y%m%d")
+    suffix = "".join(secrets.choice(TASK_ID_ALPHABET) for _ in range(6))
+    return f"FEAT-{day}-{suffix}"
+
+
+def request_fingerprint(request: dict[str, Any]) -> str:
+    """A stable hash of a creation request, to tell replays from key reuse."""
+    return hashlib.sha256(
+        json.dumps(request, sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+class TaskQuerySet(VersionedQuerySet):
+    protected_update_fields = frozenset({"status", "phase", *IMMUTABLE_FIELDS})
+
+    def active(self) -> TaskQuerySet:
+        return self.exclude(status__in=TERMINAL_STATUSES)
+
+    def create_from_request(
+        self,
+        *,
+        repository,
+        title: str,
+        description: str = "",
+        priority: str = Priority.MEDIUM,
+        acceptance_criteria: str = "",
+        created_by: str = CreatedBy.API,
+        actor: str = "",
+        idempotency_key: str | None = None,
+        issue_number: int | None = None,
+    ) -> tuple[Task, bool]:
+        """Create a task (and enqueue its first step), or return the one created
+        earlier with the same idempotency key. Returns (task, created).
+
+        Raises IdempotencyMismatch when the key was used for another request.
+        """
+        request = {
+            "repository": repository.url,
+            "title": title,
+            "description": description,
+            "priority": priority,
+            "acceptance_criteria": acceptance_criteria,
+        }
+        if issue_number is not None:
+            request["issue_number"] = issue_number
+        fingerprint = request_fingerprint(request)
+        if idempotency_key:
+            existing = self.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing.check_replay(fingerprint), False
+        task = self.model(
+            repository=repository,
+            title=title,
+            description=description,
+            priority=priority,
+            acceptance_criteria=acceptance_criteria,
+            created_by=created_by,
+            idempotency_key=idempotency_key or None,
+            request_fingerprint=fingerprint,
+            issue_number=issue_number,
+        )
+        # Only the request is validated here: protected state fields refuse
+        # full_clean's re-assignment (see STACK.md).
+        task.clean_fields(
+            exclude=[
+                f.name
+                for f in self.model._meta.fields
+                if f.name not in (*REQUEST_FIELDS, "created_by")
+            ]
+        )
+        connection = transaction.get_connection(self.db)
+        for _ in range(5):
+            task.task_id = new_task_id()
+            task.record(
+                EventKind.CREATED,
+                by=actor or f"intake:{created_by}",
+                reason="task created",
+                target=task.status,
+                data={"idempotency_key": idempotency_key} if idempotency_key else {},
+            )
+            task.enqueue_with_save(ADVANCE_JOB, task.task_id)
+            # Inside a caller's transaction a savepoint, so that a taken id or
+            # key can be tried again; outside one the save is one statement
+            # (PostgreSQL, see save_with_rows) or a transaction of its own.
+            retry_point = (
+                transaction.atomic(using=self.db)
+                if connection.in_atomic_block
+                else nullcontext()
+            )
+            try:
+                with retry_point:
+                    task.save(using=self.db)
+                return task, True
+            except IntegrityError:
+                task.pk = None
+                task._state.adding = True
+                if idempotency_key:
+                    existing = self.filter(idempotency_key=idempotency_key).first()
+                    if (
+                        existing is not None
+                    ):  # a concurrent request with the same key won
+                        return existing.check_replay(fingerprint), False
+        raise IntegrityError("could not allocate a unique task id")

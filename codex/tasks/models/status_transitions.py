@@ -1,0 +1,168 @@
+"""The status transitions of a task (spec 002 §3.2, §3.4), mixed into Task."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from django_fsm import transition
+
+from codex.tasks.models import guards
+from codex.tasks.models.choices import Agent, Phase, Status
+
+CLEANUP_JOB = "codex.tasks.jobs.clean_up_task"
+
+
+class StatusTransitions:
+    """Task's `status` transitions; the state diagram is in Task's docstring."""
+
+    # -- status transitions (spec 002 §3.2, §3.4) ------------------------------
+
+    @transition(
+        field="status",
+        source=Status.PENDING,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.phase_is_intake, guards.lease_available],
+        custom={"admin": False},
+    )
+    def start(
+        self, *, by: str, reason: str = "task processor picked up the task"
+    ) -> None:
+        """The task processor picks the task up."""
+        self._enter_phase(Phase.INTAKE)
+
+    @transition(
+        field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.BLOCKED,
+        conditions=[guards.retries_remain],
+        custom={"admin": False},
+    )
+    def block(
+        self, *, by: str, reason: str, retry_after: timedelta | None = None
+    ) -> None:
+        """A transient failure: wait (until `retry_after` from now when given)."""
+        self.retry_count += 1
+        self.blocked_reason = reason
+        self.blocked_until = timezone.now() + retry_after if retry_after else None
+
+    @transition(
+        field="status",
+        source=Status.BLOCKED,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.lease_available, guards.backoff_elapsed],
+        custom={"label": "Unblock (retry now)"},
+    )
+    def unblock(self, *, by: str, reason: str = "blocker resolved") -> None:
+        """The blocker is gone: continue from the last checkpoint."""
+        self.blocked_reason = ""
+        self.blocked_until = None
+
+    @transition(
+        field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.ESCALATED,
+        custom={"admin": False},
+    )
+    def escalate(
+        self,
+        *,
+        by: str,
+        reason: str,
+        questions: list[str] | None = None,
+        code: str = "manual_review",
+    ) -> None:
+        """Hand the task to a person; the phase stays where it is."""
+        from codex.tasks.models.escalation import Escalation
+
+        escalation = Escalation(
+            task=self,
+            phase=self.phase,
+            reason=code,
+            detail=reason,
+            questions=list(questions or []),
+        )
+        self.on_save(escalation.save)
+
+    @transition(
+        field="status",
+        source=Status.ESCALATED,
+        target=Status.IN_PROGRESS,
+        conditions=[guards.escalation_resolved_for_resume],
+        custom={"admin": False},
+    )
+    def resolve(self, *, by: str, reason: str = "escalation resolved") -> None:
+        """A person resolved the escalation: consume the resolution and go on."""
+        # The guard just looked it up: use that row rather than query again.
+        escalation = self.__dict__.pop("_escalation_for_resume", None)
+        if escalation is None:
+            escalation = self.open_escalation_for_resume
+        escalation.consumed_at = timezone.now()
+        self.on_save(lambda: escalation.save(update_fields=["consumed_at"]))
+
+    @transition(
+        field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.PAUSED,
+        custom={"label": "Pause"},
+    )
+    def pause(self, *, by: str, reason: str = "paused on request") -> None:
+        """A user pauses the task."""
+
+    @transition(
+        field="status",
+        source=Status.PAUSED,
+        target=Status.IN_PROGRESS,
+        custom={"label": "Resume"},
+    )
+    def resume(self, *, by: str, reason: str = "resumed on request") -> None:
+        """A user resumes a paused task from where it stopped."""
+
+    @transition(
+        field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.COMPLETED,
+        conditions=[guards.phase_is_release, guards.pull_request_merged],
+        custom={"admin": False},
+    )
+    def complete(self, *, by: str, reason: str = "pull request merged") -> None:
+        """The release phase succeeded."""
+        self._finish_phase()
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
+
+    @transition(
+        field="status",
+        source=[Status.IN_PROGRESS, Status.BLOCKED, Status.ESCALATED],
+        target=Status.FAILED,
+        custom={"label": "Fail"},
+    )
+    def fail(self, *, by: str, reason: str = "failed") -> None:
+        """An unrecoverable error, or a person decided to give up."""
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+        self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
+
+    @transition(
+        field="status",
+        source=[
+            Status.PENDING,
+            Status.IN_PROGRESS,
+            Status.BLOCKED,
+            Status.ESCALATED,
+            Status.PAUSED,
+        ],
+        target=Status.CANCELLED,
+        custom={"label": "Cancel"},
+    )
+    def cancel(self, *, by: str, reason: str = "cancelled on request") -> None:
+        """A user cancels the task; any open escalation is closed with it."""
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+        self.on_save(
+            lambda: self.escalations.close_open(by=by, reason="task cancelled")
+        )
+        # The lease goes with this save; the claim and the instances after it.
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
