@@ -64,8 +64,22 @@ class ArtifactAdmin(admin.ModelAdmin):
         return False
 
 
+class RecordedReportAdmin(admin.ModelAdmin):
+    """A report of an agent's: recorded by the pipeline, never typed in or
+    edited here."""
+
+    list_select_related = ["task"]
+    search_fields = ["task__task_id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(VerificationReport)
-class VerificationReportAdmin(admin.ModelAdmin):
+class VerificationReportAdmin(RecordedReportAdmin):
     list_display = [
         "task",
         "cycle",
@@ -75,28 +89,12 @@ class VerificationReportAdmin(admin.ModelAdmin):
         "created_at",
     ]
     list_filter = ["recommendation"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False  # reports are the agents' work, recorded by the pipeline
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(ReviewReport)
-class ReviewReportAdmin(admin.ModelAdmin):
+class ReviewReportAdmin(RecordedReportAdmin):
     list_display = ["task", "cycle", "assessment", "created_at"]
     list_filter = ["assessment"]
-    list_select_related = ["task"]
-    search_fields = ["task__task_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False  # reports are the agents' work, recorded by the pipeline
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Triage)

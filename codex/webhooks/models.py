@@ -91,11 +91,7 @@ class WebhookDeliveryQuerySet(models.QuerySet):
             Q(processing_started_at__isnull=True) | Q(processing_started_at__lt=stale)
         )
         return (
-            self.filter(
-                outcome__in=(Outcome.DEFERRED, Outcome.PENDING),
-                received_at__gte=since,
-                processed_at__isnull=True,
-            )
+            self.filter(received_at__gte=since, processed_at__isnull=True)
             .filter(Q(outcome=Outcome.DEFERRED) | lost)
             .order_by("received_at", "pk")
         )

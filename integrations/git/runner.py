@@ -119,10 +119,10 @@ NETWORK = re.compile(
     r"|temporary failure in name resolution|operation too slow",
     re.IGNORECASE,
 )
-# An HTTP status of 4xx from the server; of those, only a timeout or a rate
-# limit passes with time (401 and 403 are authentication, matched before).
-CLIENT_ERROR = re.compile(r"returned error: 4\d\d\b", re.IGNORECASE)
-LATER = re.compile(r"returned error: (408|429)\b", re.IGNORECASE)
+# The server refused the request itself (a 4xx but a timeout or a rate limit,
+# which pass with time; 401 and 403 are authentication, matched before): the
+# connection closing after it is no network failure, and the request aborts.
+REFUSED = re.compile(r"returned error: 4(?!08|29)\d\d\b", re.IGNORECASE)
 
 # Another git holds one of the repository's locks. "is at X but expected Y":
 # a ref changed between git reading it and locking it (a concurrent update).
@@ -250,17 +250,7 @@ def classify_stderr(
             f"Authentication failed - trying another token: {message}",
             original=original,
         )
-    elif CLIENT_ERROR.search(stderr) and not LATER.search(stderr):
-        # The server refused the request itself (too large, not found): the
-        # connection closing after it is no network failure.
-        error = make_error(
-            SOURCE,
-            NO_RESPONSE,
-            Action.ABORT,
-            f"git failed: {message}",
-            original=original,
-        )
-    elif NETWORK.search(stderr):
+    elif NETWORK.search(stderr) and not REFUSED.search(stderr):
         error = classify_kind(
             SOURCE, ErrorKind.CONNECTION, message=message, original=original
         )
@@ -340,10 +330,9 @@ def git(
     failure = classify_stderr(
         args, result.returncode, result.stderr, scrub(result.stdout, secrets)
     )
-    if BUSY.search(result.stderr):
-        wait = wait_out_lock_file(result.stderr)
-        if wait:
-            failure = replace(failure.error, retry_after=wait).exception()
+    wait = wait_out_lock_file(result.stderr)
+    if wait:
+        failure = replace(failure.error, retry_after=wait).exception()
     raise failure
 
 
