@@ -18,12 +18,25 @@ $(VENV)/.installed-dev: requirements/base.txt requirements/dev.txt | $(PY)
 	$(PIP) install --quiet -r requirements/dev.txt
 	touch $@
 
-## run: the console (http://127.0.0.1:8000/admin/) and a worker, on SQLite by default
-run: $(VENV)/.installed-base
-	$(PY) manage.py migrate --no-input
+## run: the console (http://127.0.0.1:8000/admin/) and a worker, on SQLite by default.
+## `make run HOST=0.0.0.0 PORT=8080` to choose where the console listens. The
+## first run makes development keys under var/ (codex/settings.py, Keys).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+VAR := $(or $(CODEX_VAR_DIR),var)
+STATIC_ROOT := $(or $(CODEX_STATIC_ROOT),$(VAR)/static)
+# Static files are collected (and compressed) again only when a source changed:
+# the project's own, or the installed packages' (admin, API browser).
+STATIC_SOURCES := $(shell find codex -path '*/static/*' -type f 2>/dev/null)
+STATIC_STAMP := $(STATIC_ROOT)/.collected
+
+$(STATIC_STAMP): $(VENV)/.installed-base $(STATIC_SOURCES)
+	@echo "Collecting static files (only when they changed)"
 	$(PY) manage.py collectstatic --no-input --verbosity 0
-	$(PY) manage.py ensure_admin
-	$(PY) manage.py codex_run
+	touch $@
+
+run: $(VENV)/.installed-base $(STATIC_STAMP)
+	$(PY) manage.py codex_run --prepare --addrport $(HOST):$(PORT)
 
 ## demo: a scripted walk through all six phases on a sample repository of the
 ## local forge (var/demo/; pre-recorded model answers, no key needed). The dev

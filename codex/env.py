@@ -8,8 +8,10 @@ of the variable, instead of silently running with a default.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -129,3 +131,29 @@ def env_choice(
             f"{name}={value!r} is not one of {', '.join(choices)}"
         )
     return value
+
+
+def kept_key(path: Path, make: Callable[[], str]) -> tuple[str, bool]:
+    """The key stored in `path`, made with `make` and written (mode 0600) when
+    the file does not exist yet. Returns (key, whether it was made now).
+
+    The file is created exclusively: web and worker starting together read
+    the one key whichever of them made it, never two different ones.
+    """
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        # Written right after creation; a reader that comes between waits.
+        for _ in range(50):
+            key = path.read_text().strip()
+            if key:
+                return key, False
+            time.sleep(0.02)
+        raise ImproperlyConfigured(
+            f"{path} is empty; delete it to make a new key (stored secrets made "
+            "with the old one cannot be read)"
+        ) from None
+    key = make()
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key + "\n")
+    return key, True

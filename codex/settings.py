@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
@@ -21,6 +22,7 @@ from codex.env import (
     env_list,
     env_pairs,
     env_str,
+    kept_key,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -29,27 +31,95 @@ VAR_DIR = Path(env_str("CODEX_VAR_DIR", str(BASE_DIR / "var")))
 DEBUG = env_bool("DEBUG", False)
 TESTING = "pytest" in sys.modules or env_bool("CODEX_TESTING", False)
 
+# --- Keys --------------------------------------------------------------------
+# SECRET_KEY signs sessions; CODEX_FERNET_KEYS (comma-separated, newest first)
+# encrypt stored secrets. Production (DEBUG off with a DATABASE_URL, or
+# CODEX_REQUIRE_SECRET_KEY=1) must be given both: a key that silently changed
+# would log everyone out and make every stored secret unreadable. A checkout's
+# `make run` (DEBUG, or the embedded SQLite default) makes both under VAR_DIR on
+# its first run and keeps them there. Tests use fixed keys and write nothing.
+_require_keys = env_bool("CODEX_REQUIRE_SECRET_KEY", False)
+PRODUCTION = not TESTING and (
+    _require_keys or not (DEBUG or not env_str("DATABASE_URL", ""))
+)
+LOCAL_KEYS = not (TESTING or PRODUCTION)
 _secret_key = env_str("SECRET_KEY", "")
-if not _secret_key and env_bool("CODEX_REQUIRE_SECRET_KEY", False):
+_fernet_keys = env_list("CODEX_FERNET_KEYS", [])
+if not _secret_key and _require_keys:
     raise ImproperlyConfigured("SECRET_KEY must be set (CODEX_REQUIRE_SECRET_KEY=1)")
-if not _secret_key:
-    if not (DEBUG or TESTING):
-        # A random key per process would log everyone out on every restart and
-        # break signed values between web and worker; make production say it.
-        _dev_key_file = VAR_DIR / "secret_key"
-        if _dev_key_file.exists():
-            _secret_key = _dev_key_file.read_text().strip()
-        else:
-            VAR_DIR.mkdir(parents=True, exist_ok=True)
-            _secret_key = get_random_secret_key()
-            _dev_key_file.write_text(_secret_key)
-            _dev_key_file.chmod(0o600)
-    else:
-        _secret_key = "codex-insecure-development-key-" + "x" * 20
+if TESTING:
+    _secret_key = _secret_key or "codex-insecure-development-key-" + "x" * 20
+elif LOCAL_KEYS:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    _made = []
+    if not _secret_key:
+        _secret_key, _new = kept_key(VAR_DIR / "secret_key", get_random_secret_key)
+        _made += [f"SECRET_KEY in {VAR_DIR / 'secret_key'}"] if _new else []
+    if not _fernet_keys:
+        _key, _new = kept_key(
+            VAR_DIR / "fernet_key", lambda: Fernet.generate_key().decode()
+        )
+        _fernet_keys = [_key]
+        _made += [f"CODEX_FERNET_KEYS in {VAR_DIR / 'fernet_key'}"] if _new else []
+    if _made:
+        # Said once: the next runs find the files and say nothing.
+        print(
+            "Codex: made local development keys and kept them for the next runs: "
+            + "; ".join(_made)
+            + ". Back them up with the database: stored secrets cannot be read "
+            "without the Fernet key. Production sets SECRET_KEY and "
+            "CODEX_FERNET_KEYS instead (README.md, Keys).",
+            file=sys.stderr,
+        )
+else:
+    _missing = [
+        name
+        for name, value in (
+            ("SECRET_KEY", _secret_key),
+            ("CODEX_FERNET_KEYS", _fernet_keys),
+        )
+        if not value
+    ]
+    if _missing:
+        raise ImproperlyConfigured(
+            f"{' and '.join(_missing)} must be set in production (DEBUG off with a "
+            "DATABASE_URL, or CODEX_REQUIRE_SECRET_KEY=1). Make a SECRET_KEY "
+            "with: python -c 'import secrets; print(secrets.token_urlsafe(50))'; "
+            "a Fernet key with: python -c "
+            "'from cryptography.fernet import Fernet; "
+            "print(Fernet.generate_key().decode())' (README.md, Keys)"
+        )
+for _position, _key in enumerate(_fernet_keys, start=1):
+    try:
+        Fernet(_key)
+    except ValueError:
+        # Never echo the key itself: it may be a real one with a typo.
+        raise ImproperlyConfigured(
+            f"CODEX_FERNET_KEYS entry #{_position} is not a Fernet key "
+            "(32 url-safe base64-encoded bytes)"
+        ) from None
 SECRET_KEY = _secret_key
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+# The host names the console is reached at. Production must name them (the
+# loopback names stay allowed for the container's health check); a checkout
+# answers on loopback unless told more.
+_LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS must be set in production: the host names the console is "
+        "reached at, comma-separated (e.g. ALLOWED_HOSTS=codex.example.com)"
+    )
+ALLOWED_HOSTS = ALLOWED_HOSTS + [h for h in _LOOPBACK_HOSTS if h not in ALLOWED_HOSTS]
+# Origins allowed to POST forms besides the console's own (a proxy that changes
+# the scheme or port): full origins such as https://codex.example.com.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(
+            f"CSRF_TRUSTED_ORIGINS entry {_origin!r} is not an origin: write it "
+            "with its scheme, e.g. https://codex.example.com"
+        )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -265,8 +335,8 @@ CODEX_MAX_RETRIES = env_int("CODEX_MAX_RETRIES", 5, minimum=0)
 CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY = env_bool(
     "CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY", False
 )
-# Comma-separated Fernet keys, newest first; unset only with DEBUG or in tests.
-CODEX_FERNET_KEYS = env_list("CODEX_FERNET_KEYS", [])
+# Comma-separated Fernet keys, newest first (see Keys above); empty in tests.
+CODEX_FERNET_KEYS = _fernet_keys
 CODEX_NOTIFY_MAX_ATTEMPTS = env_int("CODEX_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
 # Spec 000: a claim not closed within its TTL becomes claimable again.
 CODEX_CLAIM_TTL_MINUTES = env_int("CODEX_CLAIM_TTL_MINUTES", 30, minimum=1)

@@ -11,8 +11,10 @@ import os
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
+from codex.configuration.crypto import MASK
 from codex.configuration.models import (
     ActiveCredential,
     GitHubIssue,
@@ -70,6 +72,9 @@ class SettingForm(forms.ModelForm):
             self.instance.set_value(value)
         except InvalidSettingValue as exc:
             self.add_error("new_value", str(exc))
+        except ImproperlyConfigured as exc:
+            # No encryption key in this deployment: say what to set, not a 500.
+            self.add_error(None, f"This secret cannot be saved: {exc}")
         return cleaned
 
 
@@ -118,7 +123,10 @@ class SettingAdmin(admin.ModelAdmin):
 
     @admin.display(description="Value")
     def current_value(self, obj: Setting) -> str:
-        return obj.display_value
+        try:
+            return obj.display_value
+        except ImproperlyConfigured:
+            return f"{MASK} (no encryption key configured: CODEX_FERNET_KEYS)"
 
     @admin.display(description="Description")
     def description(self, obj: Setting) -> str:
