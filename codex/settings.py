@@ -150,6 +150,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A NUL in a path or query string is a 400 here, not a 500 in PostgreSQL.
+    "codex.core.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -263,12 +265,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "codex.core.api.NewestFirstCursorPagination",
     "PAGE_SIZE": env_int("CODEX_API_PAGE_SIZE", 50, minimum=1, maximum=500),
     "EXCEPTION_HANDLER": "codex.core.api.exception_handler",
+    # Writes are JSON only (415 otherwise), bounded and storable (parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["codex.core.parsers.StrictJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_SCHEMA_CLASS": "codex.tasks.api.base.ApiSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
 CODEX_API_USER_RATE = env_str("CODEX_API_USER_RATE", "600/minute")
 CODEX_API_ANON_RATE = env_str("CODEX_API_ANON_RATE", "60/minute")
+CODEX_API_MAX_BODY_BYTES = env_int(
+    "CODEX_API_MAX_BODY_BYTES", 1_000_000, minimum=10_000
+)
+CODEX_API_MAX_JSON_DEPTH = env_int("CODEX_API_MAX_JSON_DEPTH", 32, minimum=4)
 CODEX_IDEMPOTENCY_TTL_HOURS = env_int("CODEX_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Codex API",

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from codex.core.views import healthz, not_found
+from codex.core.views import bad_request, healthz, not_found, server_error
 
 admin.site.site_header = "Codex console"
 admin.site.site_title = "Codex"
@@ -17,4 +17,6 @@ urlpatterns = [
     path("", include("codex.tasks.urls")),
 ]
 
+handler400 = bad_request
 handler404 = not_found
+handler500 = server_error

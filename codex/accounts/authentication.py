@@ -1,4 +1,5 @@
-"""`Authorization: Token <key>` against hashed, revocable API tokens."""
+"""`Authorization: Token <key>` (or `Bearer <key>`) against hashed, revocable
+API tokens."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
     """Authenticates API clients by the SHA-256 of their token key."""
 
     keyword = "Token"
+    # `Bearer <key>` is what most HTTP clients send for a token: the same key.
+    keywords = (b"token", b"bearer")
 
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
+        if not header or header[0].lower() not in self.keywords:
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(
-                "Invalid token header: expected 'Token <key>'."
+                "Invalid token header: expected 'Token <key>' (or 'Bearer <key>')."
             )
         try:
             key = header[1].decode()

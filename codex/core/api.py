@@ -87,6 +87,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         message = str(exc.detail)
+        if isinstance(exc, exceptions.NotAuthenticated):
+            message += " Send the header `Authorization: Token <key>`."
     body: dict[str, Any] = {"code": code, "message": message, "fields": fields}
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         # The header says it too; the body lets clients that log bodies see it.
@@ -97,17 +99,100 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 class NewestFirstCursorPagination(CursorPagination):
-    """Stable pages over growing tables: a cursor on the primary key, newest first."""
+    """Stable pages over growing tables: a cursor on the primary key, newest first.
+
+    A cursor is base64 the client can forge: its position is checked against
+    the ordering field (an id must be an integer the database can hold) so a
+    crafted one is the 404 "Invalid cursor" of any bad cursor, not a 500.
+    """
 
     ordering = "-id"
     page_size_query_param = "page_size"
     max_page_size = 500
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self._cursor_model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request):
+        cursor = super().decode_cursor(request)
+        if cursor is None or cursor.position is None:
+            return cursor
+        ordering = self.ordering
+        name = (ordering if isinstance(ordering, str) else ordering[0]).lstrip("-")
+        model = getattr(self, "_cursor_model", None)
+        if model is not None and not _storable_position(model, name, cursor.position):
+            raise exceptions.NotFound(self.invalid_cursor_message)
+        return cursor
+
+
+_BIGINT_MAX = 2**63 - 1
+
+
+def _storable_position(model, name: str, position: str) -> bool:
+    """Whether a cursor's position is a value of the ordering field."""
+    field = model._meta.get_field(name)
+    if "\x00" in position:
+        return False
+    try:
+        value = field.to_python(position)
+    except (DjangoValidationError, TypeError, ValueError):
+        return False
+    return not isinstance(value, int) or abs(value) <= _BIGINT_MAX
 
 
 class OldestFirstCursorPagination(NewestFirstCursorPagination):
     """For logs read as a story (a task's events): in the order they happened."""
 
     ordering = "id"
+
+
+# -- strict input -------------------------------------------------------------------
+
+
+class StrictInputMixin:
+    """A write serializer that takes its fields as they are documented.
+
+    DRF ignores fields it does not know (a typo such as "priorty" would be
+    dropped in silence) and turns numbers into text ("title": 123 is stored as
+    "123"). Both are a 400 here: unknown fields by name, and a text field
+    (or a list of text) given anything but strings.
+    """
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            errors: dict[str, list[str]] = {}
+            writable = {
+                name for name, field in self.fields.items() if not field.read_only
+            }
+            for name in data:
+                if name not in writable:
+                    errors[str(name)] = ["Unknown field."]
+            for name, field in self.fields.items():
+                if name in data and not field.read_only:
+                    problem = _not_text(field, data[name])
+                    if problem:
+                        errors[name] = [problem]
+            if errors:
+                raise exceptions.ValidationError(errors)
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+def _not_text(field: serializers.Field, value: Any) -> str | None:
+    """Why `value` is not what the text field `field` takes, or None."""
+    if isinstance(field, serializers.ChoiceField):
+        return None if isinstance(value, str) else "Must be a string."
+    if isinstance(field, serializers.CharField):
+        if value is None:
+            return None  # DRF's own null check answers
+        return None if isinstance(value, str) else "Must be a string."
+    text_list = isinstance(field, serializers.ListField) and isinstance(
+        field.child, serializers.CharField
+    )
+    items = value if text_list and isinstance(value, list) else []
+    if not all(isinstance(item, str) for item in items):
+        return "Every item must be a string."
+    return None
 
 
 # -- throttling -------------------------------------------------------------------

@@ -36,3 +36,31 @@ def not_found(request: HttpRequest, exception: Exception | None = None):
     from django.views.defaults import page_not_found
 
     return page_not_found(request, exception)
+
+
+def _api_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": {"code": code, "message": message, "fields": {}}}, status=status
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None):
+    """400 from Django itself (a suspicious or oversized request): the API's
+    error shape under /api/, Django's plain page elsewhere."""
+    if request.path.startswith("/api/"):
+        return _api_error(400, "bad_request", "The request could not be read.")
+    from django.views.defaults import bad_request as page_bad_request
+
+    return page_bad_request(request, exception)
+
+
+def server_error(request: HttpRequest):
+    """500 after Django has logged the exception: under /api/ still in the one
+    error shape, so clients parse every answer the same way."""
+    if request.path.startswith("/api/"):
+        return _api_error(
+            500, "server_error", "Something went wrong on our side; it was logged."
+        )
+    from django.views.defaults import server_error as page_server_error
+
+    return page_server_error(request)

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from codex.core.api import StrictInputMixin
 from codex.core.compiled_query import CompiledQuery, compiled
 from codex.events.models import Event
 from codex.repositories.models import (
@@ -29,7 +30,7 @@ from codex.tasks.models import (
 from codex.tasks.models.task import TITLE_MAX_LENGTH
 
 
-class TaskCreateSerializer(serializers.Serializer):
+class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
     """The request fields of spec 002 §2.1, plus the repository's URL."""
 
     repository = serializers.CharField(max_length=300)
@@ -236,7 +237,7 @@ def available_actions(task: Task) -> list[str]:
     return actions
 
 
-class ControlSerializer(serializers.Serializer):
+class ControlSerializer(StrictInputMixin, serializers.Serializer):
     reason = serializers.CharField(
         max_length=2000, required=False, allow_blank=True, default=""
     )
@@ -333,7 +334,7 @@ class EscalationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class EscalationResolveSerializer(serializers.Serializer):
+class EscalationResolveSerializer(StrictInputMixin, serializers.Serializer):
     """A person's answer: one answer per question, a decision, a note."""
 
     decision = serializers.ChoiceField(choices=Decision.choices)
@@ -364,7 +365,7 @@ class EscalationResolveSerializer(serializers.Serializer):
         return attrs
 
 
-class RepositorySerializer(serializers.ModelSerializer):
+class RepositorySerializer(StrictInputMixin, serializers.ModelSerializer):
     """A repository; operators register new ones by URL."""
 
     full_name = serializers.CharField(read_only=True)

@@ -55,6 +55,11 @@ class StatusTransitions:
     )
     def unblock(self, *, by: str, reason: str = "blocker resolved") -> None:
         """The blocker is gone: continue from the last checkpoint."""
+        self._clear_block()
+
+    def _clear_block(self) -> None:
+        """A task that is no longer blocked keeps no reason or retry time for
+        it (the event log keeps the story)."""
         self.blocked_reason = ""
         self.blocked_until = None
 
@@ -127,6 +132,7 @@ class StatusTransitions:
     )
     def complete(self, *, by: str, reason: str = "pull request merged") -> None:
         """The release phase succeeded."""
+        self._clear_block()
         self._finish_phase()
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
@@ -140,6 +146,7 @@ class StatusTransitions:
     )
     def fail(self, *, by: str, reason: str = "failed") -> None:
         """An unrecoverable error, or a person decided to give up."""
+        self._clear_block()
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
         self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
@@ -159,6 +166,7 @@ class StatusTransitions:
     )
     def cancel(self, *, by: str, reason: str = "cancelled on request") -> None:
         """A user cancels the task; any open escalation is closed with it."""
+        self._clear_block()
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
         self.on_save(
