@@ -5,10 +5,10 @@ names (`login`, `logout`), which LOGIN_URL and the auth views rely on.
 """
 
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
-from codex.tasks import views
+from codex.tasks import page_actions, views
 
 page_patterns = [
     path("", RedirectView.as_view(pattern_name="pages:dashboard"), name="home"),
@@ -16,6 +16,11 @@ page_patterns = [
     path("tasks/new/", views.request_form, name="request_form"),
     path("tasks/<str:task_id>/", views.task_page, name="task"),
     path("tasks/<str:task_id>/fragment/", views.task_fragment, name="task_fragment"),
+    re_path(
+        r"^tasks/(?P<task_id>[^/]+)/(?P<action>retry|pause|resume|cancel)/$",
+        page_actions.task_action,
+        name="task_action",
+    ),
     path("inbox/", views.inbox, name="inbox"),
     path("inbox/<int:pk>/resolve/", views.resolve, name="resolve"),
 ]

@@ -9,16 +9,10 @@ never lets raw HTML or script URLs through.
 
 from __future__ import annotations
 
-import html
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
-from xml.etree.ElementTree import Element
 
-import markdown
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -26,14 +20,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe
 from django_fsm import TransitionNotAllowed
-from markdown.extensions import Extension
-from markdown.treeprocessors import Treeprocessor
 
-from codex.accounts.decorators import roles_required
-from codex.accounts.permissions import OPERATOR, TEAM
+from codex.accounts.decorators import allowed_to
+from codex.accounts.permissions import (
+    may,
+    redact_events,
+    sees_escalations,
+    visible_tasks,
+)
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
@@ -46,8 +43,12 @@ from codex.tasks.models import (
     Escalation,
     IdempotencyMismatch,
     Phase,
+    Status,
     Task,
 )
+from codex.tasks.page_actions import may_answer, page_actions
+from codex.tasks.reports_view import review_view, verification_view
+from codex.tasks.safe_markdown import render_markdown
 
 INBOX_PAGE_SIZE = 20
 # The page shows the latest events; older ones are in the console.
@@ -60,68 +61,10 @@ def actor_of(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"
 
 
-# -- Markdown, safely ----------------------------------------------------------
-
-SAFE_URL_SCHEMES = frozenset({"http", "https", "mailto"})
-# Browsers ignore these anywhere in a URL ("java\tscript:" is "javascript:").
-_URL_IGNORED = re.compile(r"[\x00-\x20\x7f]+")
-
-
-def is_safe_url(url: str) -> bool:
-    """True for http(s), mailto and relative URLs; false for javascript:,
-    data: and anything else, however it is disguised (entities, whitespace)."""
-    # Markdown hides "&" as a placeholder until the end (automatic mail links
-    # are entity-encoded that way): decode it as the browser will see it.
-    text = (url or "").replace(markdown.util.AMP_SUBSTITUTE, "&")
-    decoded = _URL_IGNORED.sub("", html.unescape(text)).lower()
-    try:
-        scheme = urlsplit(decoded).scheme
-    except ValueError:
-        return False
-    return not scheme or scheme in SAFE_URL_SCHEMES
-
-
-class _SafeElements(Treeprocessor):
-    """Drops unsafe link targets and turns images into their alt text (an
-    artifact must not make the reader's browser fetch anything)."""
-
-    def run(self, root: Element) -> None:
-        for element in root.iter():
-            if element.tag == "a":
-                if is_safe_url(element.get("href", "")):
-                    element.set("rel", "nofollow noopener noreferrer")
-                else:
-                    element.attrib.pop("href", None)
-            elif element.tag == "img":
-                alt = element.get("alt", "")
-                element.tag = "span"
-                element.attrib.clear()
-                element.text = f"[image: {alt}]" if alt else "[image]"
-
-
-class _SafeMarkdown(Extension):
-    """Raw HTML in the source is escaped as text instead of passed through."""
-
-    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802
-        md.preprocessors.deregister("html_block")
-        md.inlinePatterns.deregister("html")
-        # After the inline processor (20) has built the links.
-        md.treeprocessors.register(_SafeElements(md), "codex_safe_elements", 5)
-
-
-def render_markdown(text: str) -> SafeString:
-    """Markdown → HTML that is safe to show, for untrusted text."""
-    converter = markdown.Markdown(
-        extensions=[_SafeMarkdown(), "fenced_code", "tables", "sane_lists"],
-        output_format="html",
-    )
-    return mark_safe(converter.convert(text or ""))  # noqa: S308 - see _SafeMarkdown
-
-
 # -- the request form ----------------------------------------------------------
 
 
-@login_required
+@allowed_to("task.create")
 def request_form(request: HttpRequest) -> HttpResponse:
     """GET: a blank form with a fresh token. POST: validate and create the task
     (once per token), then show it."""
@@ -135,6 +78,7 @@ def request_form(request: HttpRequest) -> HttpResponse:
                 **form.request_fields(),
                 created_by=CreatedBy.FORM,
                 actor=actor_of(request),
+                requested_by=request.user,
                 idempotency_key=form.idempotency_key(request.user),
             )
         except IdempotencyMismatch as exc:
@@ -190,14 +134,14 @@ def _render_inbox(
     )
 
 
-@roles_required(OPERATOR, TEAM)
+@allowed_to("escalation.read")
 @require_safe
 def inbox(request: HttpRequest) -> HttpResponse:
     """Open escalations, newest first, each with its answer form."""
     return _render_inbox(request)
 
 
-@roles_required(OPERATOR, TEAM)
+@allowed_to("escalation.resolve")
 @require_POST
 def resolve(request: HttpRequest, pk: int) -> HttpResponse:
     """Record a person's answer to an escalation; the task resumes, fails or is
@@ -211,7 +155,7 @@ def resolve(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         # Resolved meanwhile: no point asking to fix a form that cannot apply.
         messages.warning(request, _already_resolved_message(escalation, task))
-        return redirect("pages:inbox")
+        return redirect(_back_to(request))
     try:
         task.resolve_escalation(
             escalation,
@@ -243,7 +187,17 @@ def resolve(request: HttpRequest, pk: int) -> HttpResponse:
             f"Escalation of {task.task_id} resolved: "
             f"{escalation.get_decision_display().lower()}.",
         )
-    return redirect("pages:inbox")
+    return redirect(_back_to(request))
+
+
+def _back_to(request: HttpRequest) -> str:
+    """Where an answer came from (the task page), or the inbox."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("pages:inbox")
 
 
 def _already_resolved_message(escalation: Escalation, task: Task) -> str:
@@ -286,9 +240,38 @@ def format_duration(delta: timedelta | None) -> str:
     return f"{seconds}s"
 
 
-def phase_rows(task: Task, now: datetime | None = None) -> list[dict[str, Any]]:
+# A task held in one of these stays in its phase without work going on: the
+# phase says so and its clock stops when the hold began.
+HELD_STATUSES = (Status.BLOCKED, Status.ESCALATED, Status.PAUSED)
+PHASE_STATUS_LABELS = {
+    "pending": "Pending",
+    "in_progress": "In progress",
+    "completed": "Completed",
+    "stopped": "Stopped",
+    **{status.value: status.label for status in HELD_STATUSES},
+}
+
+
+def held_since(task: Task) -> datetime | None:
+    """When a blocked, escalated or paused task entered that state (its last
+    status change in the event log); None for any other task."""
+    if task.status not in HELD_STATUSES:
+        return None
+    change = (
+        task.events.filter(field="status", target=task.status)
+        .order_by("-created_at", "-id")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    return change or task.updated_at
+
+
+def phase_rows(
+    task: Task, now: datetime | None = None, held_at: datetime | None = None
+) -> list[dict[str, Any]]:
     """The six phases in order with status, start, end and duration (a phase in
-    progress counts up to now)."""
+    progress counts up to now; one held blocked, escalated or paused shows that
+    status and counts up to `held_at`)."""
     now = now or timezone.now()
     rows = []
     for phase, label in Phase.choices:
@@ -300,12 +283,19 @@ def phase_rows(task: Task, now: datetime | None = None) -> list[dict[str, Any]]:
             # The task ended in this phase (cancelled, failed): it stopped then.
             status = "stopped"
             ended = ended or task.finished_at
-        until = ended or (now if status == "in_progress" else None)
+        if status == "in_progress" and task.status in HELD_STATUSES:
+            status = task.status
+        if status in HELD_STATUSES:
+            until = ended or held_at or now
+        else:
+            until = ended or (now if status == "in_progress" else None)
         rows.append(
             {
                 "phase": phase,
                 "label": label,
                 "status": status,
+                "status_label": PHASE_STATUS_LABELS.get(status, status.capitalize()),
+                "held_since": held_at if status in HELD_STATUSES else None,
                 "current": phase == task.phase and not task.is_terminal,
                 "started_at": started,
                 "completed_at": ended,
@@ -350,12 +340,18 @@ def latest_events(task: Task) -> tuple[list[Event], int]:
     return newest, total
 
 
-def _status_context(task: Task) -> dict[str, Any]:
+def _status_context(task: Task, user) -> dict[str, Any]:
+    held_at = held_since(task)
     return {
         "task": task,
-        "phases": phase_rows(task),
+        "phases": phase_rows(task, held_at=held_at),
+        "held_since": held_at,
+        "actions": page_actions(task, user),
+        "may_answer": may_answer(user),
         "cost": task_cost(task),
-        "open_escalation": task.escalations.open().first(),
+        "open_escalation": task.escalations.open().first()
+        if sees_escalations(user)
+        else None,
         # Written by workers from forge answers: link it only if it is a web URL.
         "pr_link": task.pr_url
         if task.pr_url.startswith(("https://", "http://"))
@@ -363,16 +359,27 @@ def _status_context(task: Task) -> dict[str, Any]:
     }
 
 
-def _get_task(task_id: str) -> Task:
-    return get_object_or_404(Task.objects.select_related("repository"), task_id=task_id)
+def _answer_form(task: Task, user) -> EscalationAnswerForm | None:
+    """The open escalation's answer form, for a person who may answer it."""
+    escalation = task.escalations.open().first()
+    if escalation is None or not may_answer(user):
+        return None
+    return EscalationAnswerForm(escalation=escalation)
 
 
-@login_required
+def _get_task(request: HttpRequest, task_id: str) -> Task:
+    """The task if the person may see it; 404 otherwise (as the API)."""
+    tasks = visible_tasks(request.user, Task.objects.select_related("repository"))
+    return get_object_or_404(tasks, task_id=task_id)
+
+
+@allowed_to("task.read")
 @require_safe
 def task_page(request: HttpRequest, task_id: str) -> HttpResponse:
     """The whole story of one task; polls for updates while it runs."""
-    task = _get_task(task_id)
+    task = _get_task(request, task_id)
     events, total = latest_events(task)
+    redact_events(request.user, events)
     latest_artifacts = Artifact.objects.filter(task=task).order_by(
         "name", "-created_at", "-id"
     )
@@ -380,7 +387,7 @@ def task_page(request: HttpRequest, task_id: str) -> HttpResponse:
     for artifact in latest_artifacts:
         artifacts.setdefault(artifact.name, artifact)
     context = {
-        **_status_context(task),
+        **_status_context(task, request.user),
         "request_html": {
             "description": render_markdown(task.description),
             "acceptance_criteria": render_markdown(task.acceptance_criteria),
@@ -393,8 +400,14 @@ def task_page(request: HttpRequest, task_id: str) -> HttpResponse:
             (artifact, render_markdown(artifact.content))
             for artifact in artifacts.values()
         ],
-        "verification_reports": list(task.verification_reports.order_by("-cycle")),
-        "review_reports": list(task.review_reports.order_by("-cycle")),
+        "verification_reports": [
+            verification_view(report)
+            for report in task.verification_reports.order_by("-cycle")
+        ],
+        "review_reports": [
+            review_view(report) for report in task.review_reports.order_by("-cycle")
+        ],
+        "answer_form": _answer_form(task, request.user),
         "documents_key": documents_key(task),
         "poll_seconds": POLL_SECONDS,
         "fragment_url": reverse("pages:task_fragment", args=[task.task_id]),
@@ -402,7 +415,7 @@ def task_page(request: HttpRequest, task_id: str) -> HttpResponse:
     return render(request, "codex/task.html", context)
 
 
-@login_required
+@allowed_to("task.read")
 @require_safe
 def task_fragment(request: HttpRequest, task_id: str) -> JsonResponse:
     """What changed since the page last looked: the status block, the events
@@ -412,7 +425,7 @@ def task_fragment(request: HttpRequest, task_id: str) -> JsonResponse:
     it missed something (an event committed out of id order, or too many new
     ones at once).
     """
-    task = _get_task(task_id)
+    task = _get_task(request, task_id)
     try:
         after = max(int(request.GET.get("after", "0")), 0)
     except ValueError:
@@ -424,12 +437,16 @@ def task_fragment(request: HttpRequest, task_id: str) -> JsonResponse:
         "version": task.version,
         "terminal": task.is_terminal,
         "status_html": render_to_string(
-            "codex/_status.html", _status_context(task), request=request
+            "codex/_status.html", _status_context(task, request.user), request=request
         ),
         "documents_key": documents_key(task),
+        "open_escalation_id": task.escalations.open()
+        .values_list("pk", flat=True)
+        .first(),
     }
     if request.GET.get("full") == "1":
         events, total = latest_events(task)
+        redact_events(request.user, events)
         payload["timeline_html"] = render_to_string(
             "codex/_events.html",
             {"events": [(event, event_key(event)) for event in events]},
@@ -437,6 +454,7 @@ def task_fragment(request: HttpRequest, task_id: str) -> JsonResponse:
         payload["events_hidden"] = total - len(events)
     else:
         events = list(task.events.filter(pk__gt=after).order_by("id")[:TIMELINE_LIMIT])
+        redact_events(request.user, events)
         total = task.events.count()
         payload["events"] = [
             {
@@ -456,8 +474,16 @@ def task_fragment(request: HttpRequest, task_id: str) -> JsonResponse:
 # -- the dashboard -------------------------------------------------------------
 
 
-@login_required
+@allowed_to("dashboard.read")
 @require_safe
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Where the work stands, in numbers and bars."""
-    return render(request, "codex/dashboard.html", {"board": dashboard_queries.build()})
+    """Where the work stands, in numbers and bars (recent tasks: those the
+    person may see)."""
+    board = dashboard_queries.build()
+    if not may(request.user, "task.read_all"):
+        board.recent_tasks = [
+            task
+            for task in board.recent_tasks
+            if task.requested_by_id == request.user.pk
+        ]
+    return render(request, "codex/dashboard.html", {"board": board})

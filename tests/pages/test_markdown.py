@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex.tasks.views import is_safe_url, render_markdown
+from codex.tasks.safe_markdown import is_safe_url, render_markdown
 
 
 def test_ordinary_markdown_renders():

@@ -174,7 +174,7 @@ def test_verification_and_review_reports(member_client):
     assert "Request changes" in content
     assert "&lt;boom&gt;" in content
     assert "Users can log in" in content and "fix the login test" in content
-    assert "rename x" in content and "xss: escape it" in content
+    assert "rename x" in content and "<strong>xss</strong>: escape it" in content
     assert "0 blocking · 1 comment" in content
 
 

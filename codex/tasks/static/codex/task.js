@@ -57,8 +57,16 @@
     });
   }
 
+  /* The answer form below the status is for one escalation: once that one is
+   * no longer open (answered elsewhere), hide it rather than let it fail. */
+  function followEscalation(openId) {
+    var answer = document.getElementById("answer");
+    if (answer) answer.hidden = String(openId || "") !== answer.dataset.escalationId;
+  }
+
   function apply(data) {
     content.innerHTML = data.status_html;
+    followEscalation(data.open_escalation_id);
     block.dataset.terminal = data.terminal ? "true" : "false";
     if (data.timeline_html !== undefined) {
       timeline.innerHTML = data.timeline_html;
@@ -96,6 +104,14 @@
       .then(function () { failures = 0; }, function () { failures += 1; })
       .then(schedule);
   }
+
+  /* The action buttons ask before they act; the buttons live in the status
+   * block, which is replaced on every update, so listen on the document. */
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form && form.dataset ? form.dataset.confirm : "";
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
 
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) poll();
