@@ -28,6 +28,7 @@ from codex.tasks.models import Status, Task
 
 # The event log's reason when the person gave none.
 PAGE_REASON = "on the task page"
+BUTTON_ORDER = ("retry", "resume", "pause", "cancel")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,9 @@ def page_actions(task: Task, user) -> list[PageAction]:
     """The buttons `user` sees on the page of `task` as it stands now."""
     if not may_control(user):
         return []
-    return [_describe(task, name) for name in available_actions(task)]
+    allowed = available_actions(task)
+    # The constructive action first, the irreversible one last.
+    return [_describe(task, name) for name in BUTTON_ORDER if name in allowed]
 
 
 @roles_required(*TaskControlPermission.write)
