@@ -21,7 +21,9 @@ def normalize_repository_url(url: str) -> str:
     """The canonical form of a repository URL: https, no `.git`, no trailing slash;
     or, for the local forge, `file:///absolute/path/name.git` of a bare repository.
 
-    Raises ValidationError with a reason for anything else.
+    What an operator may register (any host); intake holds URLs to the
+    configured GitHub's (codex.repositories.intake). Raises ValidationError
+    with a reason for anything else.
     """
     text = (url or "").strip()
     if not text:
@@ -32,7 +34,11 @@ def normalize_repository_url(url: str) -> str:
         )
     if text.startswith("file:"):
         return _normalize_local_url(text)
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:  # a bad port or IPv6 literal
+        raise ValidationError(f"The repository URL does not parse ({exc}).") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(
             "A repository URL must look like https://github.com/owner/name."
@@ -49,7 +55,9 @@ def normalize_repository_url(url: str) -> str:
             "https://host/owner/name."
         )
     host = parts.hostname.lower()
-    port = f":{parts.port}" if parts.port else ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    port = f":{port}" if port else ""
     return f"{parts.scheme}://{host}{port}/{segments[0]}/{segments[1]}"
 
 
@@ -107,9 +115,11 @@ class RepositoryQuerySet(models.QuerySet):
 class Repository(models.Model):
     """A repository Codex may work on, identified by its canonical URL.
 
-    Registered by an operator, or on first use by intake with these defaults
-    (unless CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY is set); `accepts_tasks`
-    lets an operator stop intake for one repository.
+    Registered by an operator (any host, or the local forge), or on first use
+    by intake with these defaults, only for repositories of the configured
+    GitHub (codex.repositories.intake; not at all when
+    CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY is set); `accepts_tasks` lets an
+    operator stop intake for one repository.
     """
 
     url = models.CharField(max_length=500, unique=True)

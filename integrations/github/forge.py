@@ -16,7 +16,6 @@ import hashlib
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.cache import cache
@@ -24,8 +23,15 @@ from github import Github, GithubException, UnknownObjectException
 from github.PaginatedList import PaginatedList
 from github.PullRequestReview import PullRequestReview
 
-from codex.core.errors import Action, ClassifiedError, ClassifiedFailure, make_error
+from codex.core.errors import (
+    NO_RESPONSE,
+    Action,
+    ClassifiedError,
+    ClassifiedFailure,
+    make_error,
+)
 from codex.repositories.forge import Comment, PullRequest
+from integrations.git.credentials import NO_PROMPT, header_env, origin_of
 from integrations.github.client import (
     SOURCE,
     app_configured,
@@ -33,6 +39,7 @@ from integrations.github.client import (
     github_errors,
     github_token,
 )
+from integrations.github.origin import is_on_configured_github, web_origin
 
 if TYPE_CHECKING:
     from github.PullRequest import PullRequest as GhPullRequest
@@ -114,7 +121,20 @@ class GitHubForge:
 
     @cached_property
     def github(self) -> Github:
-        """The PyGithub client (lazy: made on first use, no request)."""
+        """The PyGithub client (lazy: made on first use, no request).
+
+        Only for a repository of the configured GitHub: the client talks to
+        GITHUB_BASE_URL with Codex's token, so a row pointing elsewhere would
+        have its owner/name looked up there instead (manual_review).
+        """
+        if self._client is None and not is_on_configured_github(self.repository.url):
+            make_error(
+                SOURCE,
+                NO_RESPONSE,
+                Action.MANUAL_REVIEW,
+                f"{self.repository.url} is not on the configured GitHub "
+                f"({web_origin()}): Codex has no GitHub access there",
+            ).raise_()
         return self._client or github_client(self.repository)
 
     @cached_property
@@ -141,20 +161,18 @@ class GitHubForge:
         return f"{self.repository.url}.git"
 
     def git_credentials(self) -> dict[str, str]:
-        """Environment for git: the token as an HTTP header, scoped to the
-        forge's host, through GIT_CONFIG_* (never in argv, URLs or files)."""
-        parts = urlsplit(self.repository.url)
-        origin = f"{parts.scheme}://{parts.netloc}/"
+        """Environment for git: the token as an HTTP header through GIT_CONFIG_*
+        (never in argv, URLs or files), scoped to the configured GitHub's
+        origin, and none at all when the remote is anywhere else (an operator
+        registered another host, or a legacy row): integrations.git.credentials.
+        """
+        remote, origin = self.remote_url(), web_origin()
+        if origin_of(remote) != origin:
+            return dict(NO_PROMPT)
         basic = base64.b64encode(f"x-access-token:{github_token()}".encode()).decode(
             "ascii"
         )
-        return {
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": f"http.{origin}.extraheader",
-            "GIT_CONFIG_VALUE_0": f"Authorization: basic {basic}",
-            # Fail instead of waiting for a password on a terminal nobody reads.
-            "GIT_TERMINAL_PROMPT": "0",
-        }
+        return header_env(remote, origin, f"Authorization: basic {basic}")
 
     # -- pull requests ----------------------------------------------------------
 

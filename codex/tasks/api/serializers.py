@@ -11,12 +11,8 @@ from rest_framework import serializers
 from codex.core.api import StrictInputMixin
 from codex.core.compiled_query import CompiledQuery, compiled
 from codex.events.models import Event
-from codex.repositories.models import (
-    Forge,
-    Repository,
-    forge_of,
-    normalize_repository_url,
-)
+from codex.repositories.intake import read_intake_url
+from codex.repositories.models import Repository, normalize_repository_url
 from codex.tasks.models import (
     Artifact,
     Decision,
@@ -53,24 +49,30 @@ class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
         return value
 
     def validate_repository(self, value: str) -> Repository:
-        try:
-            url = normalize_repository_url(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from None
-        repository = repository_by_url(url)
+        """The repository named by `value`: a registered one, or one of the
+        configured GitHub registered now (codex.repositories.intake). A URL
+        intake refuses still names a repository an operator registered."""
+        intake = read_intake_url(value)
+        repository = None
+        for url in intake.candidates:
+            found = repository_by_url(url)
+            # A row registered on first use before intake checked URLs does
+            # not vouch for its URL: only an operator's registration does.
+            if found is not None and (
+                intake.refusal is None or not found.registered_on_first_use
+            ):
+                repository = found
+                break
         if repository is None:
-            if forge_of(url) == Forge.LOCAL:
-                # A path on the server is for an operator to register, not a client.
-                raise serializers.ValidationError(
-                    "Local repositories are registered by an operator in the console."
-                )
+            if intake.refusal is not None:
+                raise serializers.ValidationError(intake.refusal.messages)
             if settings.CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY:
                 raise serializers.ValidationError(
                     "This repository is not registered with Codex; "
                     "ask an operator to add it."
                 )
             repository, _ = Repository.objects.get_or_create(
-                url=url, defaults={"registered_on_first_use": True}
+                url=intake.canonical, defaults={"registered_on_first_use": True}
             )
         if not repository.accepts_tasks:
             raise serializers.ValidationError(

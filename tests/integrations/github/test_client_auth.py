@@ -15,6 +15,7 @@ from codex.configuration.models import GitHubToken
 from codex.core.errors import Action, ClassifiedFailure
 from integrations.github.client import github_client, github_token
 from integrations.github.forge import GitHubForge
+from tests.factories import make_repository
 from tests.integrations.github.conftest import TOKENS
 from tests.integrations.github.payloads import API, REPO_API, installation_token
 
@@ -54,8 +55,9 @@ def test_a_personal_token_is_sent_as_the_authorization(github, repository):
     assert github.calls[0].request.headers["Authorization"] == f"token {TOKENS[0]}"
 
 
-def test_enterprise_base_url_is_used(github, settings, repository):
+def test_enterprise_base_url_is_used(github, settings):
     settings.GITHUB_BASE_URL = "https://ghe.example.com/api/v3"
+    repository = make_repository("https://ghe.example.com/Codertocat/Hello-World")
     github.get(
         "https://ghe.example.com:443/api/v3/repos/Codertocat/Hello-World/pulls/2",
         json={"message": "Not Found"},
