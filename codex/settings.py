@@ -324,11 +324,35 @@ Q_CLUSTER = {
     "save_limit": 1000,
     "catch_up": False,
     "label": "Worker queue",
+    # A cluster takes a job from the broker only to start it: one waiting in
+    # its memory queue (the least django-q2 allows), one at a time. Every job
+    # it took is claimed in the broker under its name until it is acknowledged
+    # (codex.core.brokers), so a dead cluster's jobs are handed back at once.
+    "queue_limit": 1,
+    "bulk": 1,
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
+    Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingRedis"
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingORM"
+# A cluster beats every CODEX_CLUSTER_BEAT_SECONDS; one silent for
+# CODEX_CLUSTER_STALE_SECONDS (or whose process is gone from its machine) is
+# dead, and any other cluster hands its jobs back, checking every
+# CODEX_CLUSTER_SWEEP_SECONDS. On SIGTERM a cluster hands back the jobs it has
+# not started, waits CODEX_STOP_GRACE_SECONDS for the running ones, then stops
+# their workers and hands those back too.
+CODEX_CLUSTER_BEAT_SECONDS = env_int("CODEX_CLUSTER_BEAT_SECONDS", 2, minimum=1)
+CODEX_CLUSTER_STALE_SECONDS = env_int("CODEX_CLUSTER_STALE_SECONDS", 30, minimum=5)
+CODEX_CLUSTER_SWEEP_SECONDS = env_int("CODEX_CLUSTER_SWEEP_SECONDS", 5, minimum=1)
+CODEX_STOP_GRACE_SECONDS = env_int("CODEX_STOP_GRACE_SECONDS", 10, minimum=0)
+if CODEX_CLUSTER_BEAT_SECONDS * 3 > CODEX_CLUSTER_STALE_SECONDS:
+    raise ImproperlyConfigured(
+        f"CODEX_CLUSTER_STALE_SECONDS ({CODEX_CLUSTER_STALE_SECONDS}) must be at "
+        f"least three beats (CODEX_CLUSTER_BEAT_SECONDS, "
+        f"{CODEX_CLUSTER_BEAT_SECONDS}), or a slow beat looks like a dead cluster"
+    )
 # Tests (and the demo) may run jobs inline instead of through the broker.
 CODEX_RUN_JOBS_INLINE = env_bool("CODEX_RUN_JOBS_INLINE", False)
 

@@ -408,3 +408,6 @@ class SideEffect(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.status})"
+
+
+from codex.core.clusters import WorkerCluster  # noqa: E402,F401 - registers the model

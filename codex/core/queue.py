@@ -18,6 +18,19 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
+# The ORM broker Codex's clusters use (codex.core.brokers): a job row it reads
+# is one django-q's own ORM broker would write.
+ORM_BROKER_CLASS = "codex.core.brokers.ClaimingORM"
+
+
+def job_handed_back() -> bool:
+    """Whether the job this worker is about to run was handed back to the
+    queue before it started (its cluster is stopping, or was presumed dead):
+    another worker runs it, so a job that would only repeat work returns."""
+    from codex.core.brokers import job_handed_back as handed_back
+
+    return handed_back()
+
 
 def enqueue_on_commit(func_path: str, *args: Any, **options: Any) -> None:
     """Enqueue `func_path(*args)` on django-q2 once the current transaction commits.
@@ -52,10 +65,10 @@ def broker_after_commit() -> Any:
     from django_q.models import OrmQ
 
     broker = get_broker()
-    if type(broker) is not ORM:
+    if not isinstance(broker, ORM):
         return None
 
-    class AfterCommitORM(ORM):
+    class AfterCommitORM(type(broker)):
         @staticmethod
         def get_connection(list_key: str | None = None) -> Any:
             return OrmQ.objects.using(Conf.ORM)
@@ -77,7 +90,9 @@ def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
     """
     from django_q.conf import Conf
 
-    if settings.CODEX_RUN_JOBS_INLINE or using != Conf.ORM or Conf.BROKER_CLASS:
+    if settings.CODEX_RUN_JOBS_INLINE or using != Conf.ORM:
+        return None
+    if Conf.BROKER_CLASS and Conf.BROKER_CLASS != ORM_BROKER_CLASS:
         return None
     from django_q.humanhash import uuid
     from django_q.models import OrmQ

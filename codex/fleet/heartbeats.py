@@ -246,3 +246,37 @@ def remove_orphaned_worktrees(
 def _resolved(path: str) -> Path:
     """`path` with symbolic links resolved, as far as it exists."""
     return Path(path).resolve(strict=False)
+
+
+def release_dead_worker(holder: str, reason: str) -> list[str]:
+    """Free what the worker `holder` (worker:<host>:<pid>) held when it died:
+    break the leases it holds on tasks, with a lease event naming `reason`,
+    and fail their running agent runs. Its job is handed back by the caller
+    (codex.core.cluster_recovery), so nothing is re-queued here. Returns the
+    task ids freed. Safe to run twice: a lease someone else took is kept."""
+    freed: list[str] = []
+    for task in Task.objects.filter(lease_holder=holder):
+        try:
+            with transaction.atomic():
+                locked = (
+                    Task.objects.select_for_update()
+                    .filter(pk=task.pk, lease_holder=holder)
+                    .exists()
+                )
+                if not locked:
+                    continue
+                task.break_lease(by=ACTOR, reason=f"{holder} is gone: {reason}")
+                for run in AgentRun.objects.select_for_update(of=("self",)).filter(
+                    task=task, status=RunStatus.RUNNING
+                ):
+                    run.perform(
+                        "fail",
+                        by=ACTOR,
+                        reason=f"its worker is gone: {reason}",
+                        error=f"{holder} is gone: {reason}",
+                    )
+        except (VersionConflict, TransitionNotAllowed) as exc:
+            logger.info("freeing %s of %s skipped: %s", task.task_id, holder, exc)
+            continue
+        freed.append(task.task_id)
+    return freed

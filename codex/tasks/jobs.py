@@ -23,7 +23,7 @@ from codex.core.database import (
 )
 from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.core.queue import enqueue_on_commit
+from codex.core.queue import enqueue_on_commit, job_handed_back
 from codex.fleet.models import AgentRun
 from codex.tasks.models import Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
@@ -58,6 +58,9 @@ def advance_task(task_id: str) -> str:
     A step that loses the database (a restart, a failover) waits for it to
     answer again and hands itself back to the queue (`_requeue_after_outage`):
     its transaction was rolled back, so the step simply runs again."""
+    if job_handed_back():
+        # Its cluster handed it back before it started: it runs elsewhere.
+        return "handed back"
     holder = worker_identity()
     try:
         return _advance_task(task_id, holder)

@@ -1,22 +1,15 @@
-"""Live workers on the Redis broker (REDIS_URL set): at-most-once delivery.
+"""Live workers on the Redis broker (REDIS_URL set).
 
-django-q2's Redis broker has no receipts. `dequeue` is a BLPOP: the step leaves
-the Redis list the moment the cluster's pusher takes it, and `acknowledge` does
-nothing. Nothing remembers a step that a worker has taken, so when the worker
-(or the whole cluster) dies mid-step, that step is lost: no other worker and no
-restarted cluster will ever run it. CODEX_JOB_RETRY means nothing here.
-
-For Codex that leaves the task `in_progress` in its phase, with the dead
-worker's lease on the row (expired after CODEX_LEASE_SECONDS), and no step in
-any queue: it moves again only when something enqueues advance_task for it.
-That is what the scheduled recovery jobs are for: the stale-work reaper
-(codex.fleet.heartbeats.reap_stale_work: the step's agent run stopped beating
-for CODEX_HEARTBEAT_STALE_SECONDS) and the stuck-task recovery
-(codex.tasks.recovery: CODEX_STUCK_AFTER_MINUTES in one phase). Under Redis
-they are the only way back, so they must stay scheduled. The second test
-proves the loss, and that a re-enqueue is all it takes: the re-run phase finds
-its side effect by lookup instead of repeating it. (The tests delete the
-seeded schedules, so neither job interferes here.)
+django-q2's own Redis broker has no receipts: its `dequeue` is a BLPOP, so a
+step taken by a cluster that then dies was lost. Codex's ClaimingRedis
+(codex.core.brokers) moves a taken step to the cluster's own list instead
+(BLMOVE) and, once a worker starts it, to the cluster's hash of started steps;
+the step leaves Redis only when it is acknowledged. A cluster that starts (or
+any live one, within its sweep) hands a dead cluster's steps back to the queue
+after freeing the dead worker's lease: the second test shows the step back at
+once, and that the re-run phase finds its side effect by lookup instead of
+repeating it. (The tests delete the seeded schedules, so no scheduled job
+interferes here.)
 
 The test process enqueues straight onto the workers' Redis list through a
 django-q Redis broker object bound to REDIS_TEST_URL (the test settings may use
@@ -29,14 +22,11 @@ import time
 
 import pytest
 import redis
-from django.utils import timezone
 from django_q.brokers.redis_broker import Redis as RedisBroker
-from django_q.tasks import async_task
 
 from codex.core.models import SideEffect
-from codex.tasks.models import Phase, Status
 from tests.factories import make_task
-from tests.workers_live.cluster import JOB_RETRY, LEASE_SECONDS, wait_for, worker_env
+from tests.workers_live.cluster import JOB_RETRY, wait_for, worker_env
 from tests.workers_live.helpers import (
     all_completed,
     assert_no_concurrent_runs,
@@ -96,7 +86,7 @@ def test_a_step_enqueued_on_redis_runs_to_completion(
     assert redis_broker.queue_size() == 0
 
 
-def test_sigkill_mid_step_loses_the_step_until_it_is_enqueued_again(
+def test_sigkill_mid_step_hands_the_step_back_when_a_cluster_starts(
     clusters, files, redis_broker, tmp_path
 ):
     env = worker_env(
@@ -109,7 +99,7 @@ def test_sigkill_mid_step_loses_the_step_until_it_is_enqueued_again(
         var_dir=tmp_path,
     )
     first = clusters.start(env)
-    task = make_task(title="Lost over Redis")
+    task = make_task(title="Kept over Redis")
     wait_for(
         files.side_effect_lines,
         60,
@@ -120,34 +110,27 @@ def test_sigkill_mid_step_loses_the_step_until_it_is_enqueued_again(
     first.kill()
     killed_at = time.time()
     assert redis_broker.queue_size() == 0, "the step left the list when taken"
+    client = redis.from_url(REDIS_TEST_URL)
+    started = list(client.keys("django_q:codex:q:@*:started"))
+    assert len(started) == 1, "the dead cluster's claim still holds the step"
 
-    # A fresh cluster on the same broker, given longer than both the dead
-    # worker's lease and the ORM broker's redelivery delay: nothing comes back.
+    # A fresh cluster hands the dead one's step back before it takes work: the
+    # phase re-runs long before the dead worker's lease would have expired, and
+    # finds the pull request by lookup instead of opening a second one.
     second = clusters.start(env)
-    time.sleep(max(LEASE_SECONDS, JOB_RETRY) + 2 - (time.time() - killed_at))
-    assert second.alive()
-    task.refresh_from_db()
-    assert (task.status, task.phase) == (Status.IN_PROGRESS, Phase.IMPLEMENTATION)
-    assert task.lease_holder, "the dead worker's lease is still on the row"
-    assert task.lease_expires_at < timezone.now(), "and it has expired"
-    assert redis_broker.queue_size() == 0
-    implementation_runs = [r for r in files.runs() if r["phase"] == "implementation"]
-    assert len(implementation_runs) == 1, "the lost step never ran again"
-    assert implementation_runs[0]["end"] is None
-
-    # What recovery does: enqueue the step again. The phase re-runs and finds
-    # the pull request by lookup instead of opening a second one.
-    async_task(ADVANCE_JOB, task.task_id)
     wait_for(
         lambda: all_completed([task.task_id]),
-        60,
-        "the re-enqueued task to complete",
+        JOB_RETRY,
+        "the handed-back task to complete",
         clusters=clusters,
         while_alive=[second],
     )
+    implementation_runs = [r for r in files.runs() if r["phase"] == "implementation"]
+    assert implementation_runs[0]["end"] is None, "the first run was cut short"
     assert completions(task) == 1
     assert_side_effects_once(files, [task.task_id])
     assert_no_concurrent_runs(files, killed_at)
     assert SideEffect.objects.get(
         key=side_effect_key(task.task_id, "implementation")
     ).found_by_lookup
+    assert not client.keys("django_q:codex:q:@*"), "no claim is left behind"

@@ -1,0 +1,317 @@
+"""django-q2 brokers that remember which cluster took a job, and whether it started.
+
+django-q2's pusher takes jobs from the broker into the cluster's memory queue
+before a worker starts them. Its ORM broker then locks the job row for
+CODEX_JOB_RETRY (20 minutes) and its Redis broker forgets the job outright, so
+a cluster killed with jobs in memory used to park them for that long, or for
+good. These brokers claim every job they take instead:
+
+- taken: the job is claimed under the cluster's name (`claim`). The ORM row's
+  key becomes `<queue>@<claim>`; under Redis the job moves (atomically, with
+  BLMOVE) from the queue list to the cluster's list `<queue>:@<claim>`;
+- started: the worker that starts it claims it again under its pid
+  (`<queue>@<claim>#<pid>`; a Redis hash `<queue>:@<claim>:started`). That is
+  the record of a job that is running, and of which worker runs it. A start
+  that finds its claim gone (the job was handed back meanwhile) tells the job
+  so (`codex.core.queue.job_handed_back`);
+- acknowledged: the claim goes with the job.
+
+So the broker always says which jobs are waiting, which a cluster took but has
+not started, and which worker is running which; `hand_back` returns a dead
+cluster's (or a dead worker's) jobs to the front of the queue.
+codex.core.cluster_recovery decides when, from the clusters' beats.
+
+Hooks into the cluster, all in the sentinel process: `ping()` is the first
+thing a sentinel does before it forks its workers (start-up recovery runs
+there, before any job is taken), and `set_stat()` is called by the sentinel's
+guard loop every half second and while it stops (the beat, the sweep, the
+hand-back on SIGTERM).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import uuid
+from typing import Any
+
+from django.utils import timezone
+from django_q.brokers.orm import ORM
+from django_q.brokers.redis_broker import Redis
+from django_q.conf import Conf
+from django_q.signals import pre_execute
+
+logger = logging.getLogger(__name__)
+
+# The broker of the cluster this process belongs to: set in the sentinel
+# before it forks, so its workers and pusher inherit it.
+_cluster_broker: ClaimingBroker | None = None
+# Whether the job this worker is running was handed back before it started.
+_current = {"handed_back": False}
+
+
+class ClaimingBroker:
+    """What both claiming brokers add to django-q2's (see the module docstring)."""
+
+    claim: str
+    keeper: Any = None
+
+    def _new_claim(self) -> None:
+        self.claim = uuid.uuid4().hex[:12]
+        self.keeper = None
+
+    def __getstate__(self) -> Any:
+        return super().__getstate__(), self.claim
+
+    def __setstate__(self, state: Any) -> None:
+        base, claim = state
+        super().__setstate__(base)
+        self.claim, self.keeper = claim, None
+
+    def ping(self) -> bool:
+        """django-q2's ping; from a sentinel starting up, also the cluster's
+        start-up: register it and recover what dead clusters left, before
+        the sentinel forks its workers."""
+        answer = super().ping()
+        sentinel = _calling_sentinel()
+        if sentinel is not None and self.keeper is None:
+            from codex.core.cluster_recovery import ClusterKeeper
+
+            global _cluster_broker
+            _cluster_broker = self
+            self.keeper = ClusterKeeper(self, sentinel)
+            self.keeper.start()
+        return answer
+
+    def set_stat(self, key: str, value: str, timeout: int) -> Any:
+        """django-q2's cluster statistic; in a cluster's sentinel also its
+        beat, its sweep for dead workers and clusters, and its stop."""
+        try:
+            return super().set_stat(key, value, timeout)
+        finally:
+            if self.keeper is not None:
+                self.keeper.tick()
+
+    # Claims, implemented by each broker.
+    def start_claim(self, ack_id: Any, pid: int) -> bool:
+        """Claim a taken job for the worker `pid` starting it; False when the
+        job is no longer this cluster's (handed back)."""
+        raise NotImplementedError
+
+    def started_pids(self, claim: str) -> set[int]:
+        """The pids of the workers of `claim` that are running jobs."""
+        raise NotImplementedError
+
+    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
+        """Return to the queue the jobs `claim` took and has not started, and
+        the started ones of the workers `pids` (every worker's when None);
+        returns how many."""
+        raise NotImplementedError
+
+    def known_claims(self) -> set[str]:
+        """The claims that hold jobs in the broker."""
+        raise NotImplementedError
+
+    def forget(self, claim: str) -> None:
+        """Drop what the broker keeps about a claim that holds nothing."""
+
+
+def _calling_sentinel() -> Any:
+    """The django-q2 Sentinel calling ping() from its start(), else None."""
+    from django_q.cluster import Sentinel
+
+    frame = sys._getframe(2)
+    caller = frame.f_locals.get("self")
+    return caller if isinstance(caller, Sentinel) else None
+
+
+class ClaimingORM(ClaimingBroker, ORM):
+    """django-q2's ORM broker with claims in the row's key."""
+
+    def __init__(self, list_key: str | None = None) -> None:
+        super().__init__(list_key=list_key)
+        self._new_claim()
+
+    def _key(self, claim: str) -> str:
+        return f"{self.list_key}@{claim}"
+
+    def dequeue(self) -> list[tuple[int, Any]] | None:
+        """django-q2's dequeue, with the taken row claimed by this cluster in
+        the same UPDATE that locks it."""
+        from time import sleep
+
+        rows = self.get_connection().filter(key=self.list_key, lock__lt=timezone.now())
+        taken = []
+        for row in rows.order_by("id")[: Conf.BULK]:
+            if (
+                self.get_connection()
+                .filter(id=row.id, key=self.list_key, lock=row.lock)
+                .update(key=self._key(self.claim), lock=self.timeout(row))
+            ):
+                taken.append((row.pk, row.payload))
+        if taken:
+            return taken
+        sleep(Conf.POLL)
+        return None
+
+    def acknowledge(self, task_id: Any) -> None:
+        # Only while it is ours: a job handed back is someone else's now.
+        self.get_connection().filter(
+            pk=task_id, key__startswith=self._key(self.claim)
+        ).delete()
+
+    def fail(self, task_id: Any) -> None:
+        self.acknowledge(task_id)
+
+    def start_claim(self, ack_id: Any, pid: int) -> bool:
+        mine = self._key(self.claim)
+        return bool(
+            self.get_connection()
+            .filter(pk=ack_id, key=mine)
+            .update(key=f"{mine}#{pid}")
+        )
+
+    def started_pids(self, claim: str) -> set[int]:
+        prefix = f"{self._key(claim)}#"
+        keys = (
+            self.get_connection()
+            .filter(key__startswith=prefix)
+            .values_list("key", flat=True)
+            .distinct()
+        )
+        return {int(key[len(prefix) :]) for key in keys}
+
+    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
+        mine = self._key(claim)
+        keys = [mine]
+        if pids is None:
+            keys += [f"{mine}#{pid}" for pid in self.started_pids(claim)]
+        else:
+            keys += [f"{mine}#{pid}" for pid in pids]
+        return (
+            self.get_connection()
+            .filter(key__in=keys)
+            .update(key=self.list_key, lock=timezone.now())
+        )
+
+    def known_claims(self) -> set[str]:
+        prefix = f"{self.list_key}@"
+        keys = (
+            self.get_connection()
+            .filter(key__startswith=prefix)
+            .values_list("key", flat=True)
+            .distinct()
+        )
+        return {key[len(prefix) :].split("#", 1)[0] for key in keys}
+
+
+# Moves a taken job to the started hash of its cluster, if it is still there.
+_START = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+    redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. '|' .. ARGV[1])
+    return 1
+end
+return 0
+"""
+
+
+def _digest(payload: bytes) -> str:
+    return hashlib.sha1(payload).hexdigest()  # noqa: S324 - a name, not a secret
+
+
+class ClaimingRedis(ClaimingBroker, Redis):
+    """django-q2's Redis broker with a list of taken jobs per cluster and a
+    hash of started ones (a reliable queue): the ack id is the payload."""
+
+    def __init__(self, list_key: str | None = None) -> None:
+        super().__init__(list_key=list_key)
+        self._new_claim()
+
+    @property
+    def claims_key(self) -> str:
+        return f"{self.list_key}:claims"
+
+    def _taken(self, claim: str) -> str:
+        return f"{self.list_key}:@{claim}"
+
+    def _started(self, claim: str) -> str:
+        return f"{self.list_key}:@{claim}:started"
+
+    def dequeue(self) -> list[tuple[Any, Any]] | None:
+        """Move one job from the queue to this cluster's list (BLMOVE: taken
+        and claimed in one step), waiting up to a second for one."""
+        if not getattr(self, "_registered", False):
+            self.connection.sadd(self.claims_key, self.claim)
+            self._registered = True
+        payload = self.connection.blmove(
+            self.list_key, self._taken(self.claim), 1, "LEFT", "RIGHT"
+        )
+        if payload is None:
+            return None
+        return [(payload, payload)]
+
+    def acknowledge(self, task_id: Any) -> None:
+        if not task_id:
+            return
+        pipe = self.connection.pipeline()
+        pipe.hdel(self._started(self.claim), _digest(task_id))
+        pipe.lrem(self._taken(self.claim), 1, task_id)
+        pipe.execute()
+
+    def fail(self, task_id: Any) -> None:
+        self.acknowledge(task_id)
+
+    def start_claim(self, ack_id: Any, pid: int) -> bool:
+        keys = [self._taken(self.claim), self._started(self.claim)]
+        return bool(
+            self.connection.eval(_START, 2, *keys, ack_id, _digest(ack_id), str(pid))
+        )
+
+    def started_pids(self, claim: str) -> set[int]:
+        values = self.connection.hvals(self._started(claim))
+        return {int(value.split(b"|", 1)[0]) for value in values}
+
+    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
+        count = 0
+        started = self._started(claim)
+        for field, value in self.connection.hgetall(started).items():
+            pid, payload = value.split(b"|", 1)
+            if pids is not None and int(pid) not in pids:
+                continue
+            # Whoever removes it hands it back: never twice.
+            if self.connection.hdel(started, field):
+                self.connection.lpush(self.list_key, payload)
+                count += 1
+        while self.connection.lmove(self._taken(claim), self.list_key, "RIGHT", "LEFT"):
+            count += 1
+        return count
+
+    def known_claims(self) -> set[str]:
+        return {claim.decode() for claim in self.connection.smembers(self.claims_key)}
+
+    def forget(self, claim: str) -> None:
+        self.connection.srem(self.claims_key, claim)
+
+
+def _on_job_start(sender: Any, func: Any = None, task: Any = None, **kwargs) -> None:
+    """In a worker, before a job runs: claim it for this worker (pre_execute)."""
+    _current["handed_back"] = False
+    broker = _cluster_broker
+    if broker is None or not task or task.get("ack_id") is None:
+        return
+    try:
+        _current["handed_back"] = not broker.start_claim(task["ack_id"], os.getpid())
+    except Exception:  # noqa: BLE001 - without a claim the job still runs
+        logger.exception("could not claim job %s at its start", task.get("name"))
+
+
+def job_handed_back() -> bool:
+    """Whether the job this worker is about to run was handed back to the
+    queue (a stopping or presumed-dead cluster) before it started: another
+    worker runs it, so this one should not."""
+    return _current["handed_back"]
+
+
+pre_execute.connect(_on_job_start, dispatch_uid="codex_claim_job_start")

@@ -1,0 +1,202 @@
+"""A cluster's own bookkeeping: start-up recovery, beats, sweeps and its stop.
+
+`ClusterKeeper` lives in a django-q2 sentinel (codex.core.brokers hooks it in):
+
+- at start-up, before the workers are forked and any job is taken, it
+  registers the cluster (codex.core.clusters.WorkerCluster), hands back the
+  jobs of every dead cluster (`recover_dead_clusters`) and runs the due
+  schedules once, instead of waiting for django-q2's first scheduler tick
+  about 30 s later (a cluster that keeps crashing would otherwise never run
+  one);
+- every CODEX_CLUSTER_BEAT_SECONDS it stamps its beat; every
+  CODEX_CLUSTER_SWEEP_SECONDS it hands back the jobs of its own workers that
+  died (killed, timed out) and of dead clusters;
+- on SIGTERM it hands back the jobs it took and has not started, gives the
+  running ones CODEX_STOP_GRACE_SECONDS, then stops their workers and hands
+  those back too, and deregisters.
+
+Handing back a job a worker was running first frees what that worker held
+(`release_dead_worker`: the task's lease, its running agent run), so the job
+delivered again finds the task free instead of "busy".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connections
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from codex.core.clusters import WorkerCluster
+
+logger = logging.getLogger(__name__)
+
+# Frees what a dead worker held (task leases, running agent runs); by path,
+# because the core knows no tasks.
+RELEASE_DEAD_WORKER = "codex.fleet.heartbeats.release_dead_worker"
+
+
+def worker_holder(host: str, pid: int) -> str:
+    """The lease holder name of a worker (codex.tasks.jobs.worker_identity)."""
+    return f"worker:{host}:{pid}"
+
+
+def hand_back_workers(
+    broker: Any, claim: str, host: str, pids: set[int], reason: str
+) -> int:
+    """Free what the workers `pids` of cluster `claim` held and return their
+    jobs (and the cluster's unstarted ones) to the queue."""
+    release = import_string(RELEASE_DEAD_WORKER)
+    for pid in pids:
+        release(worker_holder(host, pid), reason)
+    return broker.hand_back(claim, pids=pids)
+
+
+def recover_dead_clusters(broker: Any, *, exclude: str = "") -> int:
+    """Hand back the jobs of every cluster that is gone (WorkerCluster.is_gone)
+    and of claims no registered cluster owns; returns how many jobs."""
+    # Claims first, clusters second: a cluster registers before it claims.
+    claims = broker.known_claims()
+    handed = 0
+    now = timezone.now()
+    registered = set()
+    for cluster in WorkerCluster.objects.exclude(claim=exclude):
+        registered.add(cluster.claim)
+        if not cluster.is_gone(now):
+            continue
+        reason = (
+            f"its cluster {cluster.claim} on {cluster.host} is gone (last beat "
+            f"{cluster.beat_at:%H:%M:%S} UTC)"
+        )
+        pids = broker.started_pids(cluster.claim)
+        handed += hand_back_workers(broker, cluster.claim, cluster.host, pids, reason)
+        broker.forget(cluster.claim)
+        WorkerCluster.objects.filter(pk=cluster.pk).delete()
+        logger.warning("handed back the jobs of %s: %s", cluster, reason)
+    for claim in claims - registered - {exclude}:
+        # A cluster that died before anyone saw it registered, or whose
+        # recovery was cut short: its workers' leases expire by themselves.
+        handed += broker.hand_back(claim)
+        broker.forget(claim)
+    if handed:
+        logger.warning("handed back %d job(s) of dead clusters", handed)
+    return handed
+
+
+class ClusterKeeper:
+    """The sentinel-side bookkeeping of one cluster (see the module docstring)."""
+
+    def __init__(self, broker: Any, sentinel: Any) -> None:
+        self.broker, self.sentinel = broker, sentinel
+        self.host = socket.gethostname()
+        self.last_beat = self.last_sweep = time.monotonic()
+        self.stop_seen: float | None = None
+        self.dead_seen: dict[int, float] = {}
+        self.done = False
+
+    def start(self) -> None:
+        """Register, recover dead clusters' jobs, run due schedules; then
+        close the connections the workers must not inherit."""
+        try:
+            WorkerCluster.objects.create(
+                claim=self.broker.claim, host=self.host, pid=os.getpid()
+            )
+            recover_dead_clusters(self.broker, exclude=self.broker.claim)
+            self._run_schedules()
+        finally:
+            connections.close_all()
+
+    def _run_schedules(self) -> None:
+        from django_q.conf import Conf
+        from django_q.scheduler import scheduler
+
+        if Conf.SCHEDULER:
+            scheduler(broker=self.broker)
+
+    def tick(self) -> None:
+        """Called from the sentinel's guard loop (and its stop) every cycle."""
+        if self.done:
+            return
+        try:
+            if self.sentinel.stop_event.is_set():
+                self._stopping()
+                return
+            now = time.monotonic()
+            if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
+                self.last_beat = now
+                self._beat()
+            if now - self.last_sweep >= settings.CODEX_CLUSTER_SWEEP_SECONDS:
+                self.last_sweep = now
+                self._hand_back_dead_workers()
+                recover_dead_clusters(self.broker, exclude=self.broker.claim)
+        except DatabaseError:
+            logger.exception("cluster %s: bookkeeping failed", self.broker.claim)
+            connections.close_all()
+        except Exception:  # noqa: BLE001 - the guard loop must keep running
+            logger.exception("cluster %s: bookkeeping failed", self.broker.claim)
+
+    def _beat(self) -> None:
+        if not WorkerCluster.objects.filter(claim=self.broker.claim).update(
+            beat_at=timezone.now()
+        ):
+            # Presumed dead (a long pause) and recovered by another cluster:
+            # its jobs went back to the queue; register again.
+            logger.warning("cluster %s was presumed dead", self.broker.claim)
+            WorkerCluster.objects.create(
+                claim=self.broker.claim, host=self.host, pid=os.getpid()
+            )
+
+    def _live_workers(self) -> set[int]:
+        return {process.pid for process in self.sentinel.pool if process.is_alive()}
+
+    def _hand_back_dead_workers(self, *, wait: float = 2.0) -> None:
+        """Hand back the jobs of this cluster's workers that died, once seen
+        dead for `wait` seconds (a worker that finished a job and exited is
+        acknowledged by the monitor within that)."""
+        now = time.monotonic()
+        live = self._live_workers()
+        dead = self.broker.started_pids(self.broker.claim) - live
+        self.dead_seen = {pid: self.dead_seen.get(pid, now) for pid in dead}
+        gone = {pid for pid, seen in self.dead_seen.items() if now - seen >= wait}
+        if gone:
+            handed = hand_back_workers(
+                self.broker,
+                self.broker.claim,
+                self.host,
+                gone,
+                "its worker process died",
+            )
+            logger.warning("handed back %d job(s) of dead workers %s", handed, gone)
+            for pid in gone:
+                self.dead_seen.pop(pid, None)
+
+    def _stopping(self) -> None:
+        """SIGTERM: hand back at once what has not started; after the grace,
+        stop the workers still running jobs and hand those back; at the end
+        deregister."""
+        now = time.monotonic()
+        claim = self.broker.claim
+        if self.stop_seen is None:
+            self.stop_seen = now
+            WorkerCluster.objects.filter(claim=claim).update(stopping=True)
+            logger.info("cluster %s stopping: handing back its queued jobs", claim)
+        # The pusher may have taken one more before it stopped.
+        self.broker.hand_back(claim, pids=set())
+        running = self.broker.started_pids(claim)
+        if running and now - self.stop_seen >= settings.CODEX_STOP_GRACE_SECONDS:
+            live = self._live_workers()
+            for pid in running & live:
+                logger.warning("cluster %s stopping: stopping worker %s", claim, pid)
+                os.kill(pid, signal.SIGKILL)
+            self._hand_back_dead_workers(wait=0.5)
+        if not self.sentinel.pool and not running:
+            WorkerCluster.objects.filter(claim=claim).delete()
+            self.broker.forget(claim)
+            self.done = True
