@@ -51,6 +51,7 @@ from agents.roles import Role, RoleContext, developer, qa, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import BUDGET_ESCALATION_CODE, run_agent
 from agents.sandbox import Sandbox
+from agents.setup import ensure_setup
 from agents.tools import Tool, ToolRecord
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Learning
@@ -64,6 +65,7 @@ from integrations.git import (
     fast_forward,
     run_git,
 )
+from integrations.jail import Jail, JailUnavailable
 
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
@@ -182,10 +184,18 @@ class AgentPhaseRunner:
             awaited = forge_steps.recheck_ci(task, forge, worktree, branch)
             if awaited is not None:
                 return awaited
+        try:
+            jail = Jail.for_worktree(worktree, image=repository.sandbox_image)
+        except JailUnavailable as exc:
+            # No silent fallback to running unjailed: a person must fix this.
+            return PhaseResult.escalate(
+                f"agents' commands cannot run: {exc.reason}. Fix: {exc.fix}"
+            )
+        not_ready = ensure_setup(jail, repository.setup_command)
+        if not_ready:
+            return PhaseResult.escalate(not_ready)
         sandbox = Sandbox(
-            worktree,
-            path=getattr(settings, "CODEX_SANDBOX_PATH", None) or None,
-            extra_env=getattr(settings, "CODEX_SANDBOX_ENV", None) or {},
+            worktree, jail=jail, allowed_commands=repository.allowed_commands
         )
         context = RoleContext(task=task, branch=branch, client=client)
         extra = ""

@@ -1,17 +1,14 @@
-"""The sandboxed tools an agent uses in its task's worktree.
+"""The tools an agent uses in its task's worktree: files, search and a shell.
 
-Every path an agent names is resolved (symlinks included) and refused unless
-it lands inside the worktree; NUL bytes, absolute paths and writes into `.git`
-(hooks and config there run code the worker later executes with its own
-environment) are refused too. Commands run without a shell, only when their
-program is on the allow-list, with an environment built from nothing (PATH,
-HOME, LANG: never the worker's, which holds the API keys), a timeout that
-kills the whole process group and an output cap.
-
-This is a guard rail, not a jail: an allowed interpreter can still read files
-outside the worktree. Isolation from the host needs a container around the
-worker; these checks keep an agent's ordinary mistakes and a prompt-injected
-instruction from reaching secrets or other worktrees through the tools.
+Commands (the `bash` tool, or `run_command` where a repository keeps an
+allow-list) run in the command jail (integrations.jail): the worktree is the
+only writable place, nothing of the worker is visible, there is no network,
+and the whole jail dies when a call ends. The file tools run in the worker,
+so they refuse every path that resolves outside the worktree (symlinks
+included), NUL bytes, absolute paths and anything inside `.git`; a write
+replaces the file (a new inode), so a hard link made inside the jail cannot
+carry it to another file. Every tool's input is validated against its JSON
+schema before the tool runs.
 
 The tools themselves are `agents.tools.Tool`s: `Sandbox.tools()` gives
 the runtime the ones bound to one worktree.
@@ -23,40 +20,31 @@ import contextlib
 import os
 import re
 import shlex
-import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agents.tools import Tool, ToolError, _schema, cap_text
+import re2
 
-DEFAULT_ALLOWED_COMMANDS = ("python", "python3", "pytest", "ruff", "mypy")
-DEFAULT_COMMAND_TIMEOUT = 120
-DEFAULT_OUTPUT_CAP = 20_000  # characters shown to the model
+from agents.tools import Tool, ToolError, _schema, cap_text
+from integrations.jail import (
+    CommandResult,
+    Jail,
+    JailUnavailable,
+    limits_from_settings,
+)
+
+__all__ = ["CommandResult", "Sandbox"]
+
 DEFAULT_MAX_WRITE_BYTES = 1_000_000
 DEFAULT_READ_CAP = 100_000  # characters of one read_file answer
 MAX_LIST_ENTRIES = 1000
 MAX_SEARCH_MATCHES = 100
 MAX_SEARCH_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 500
-# A runaway command is killed once it has printed this much, well before the
-# timeout, so it cannot fill memory while the reader discards what it prints.
-KILL_AFTER_OUTPUT_BYTES = 20_000_000
+MAX_COMMAND_CHARS = 100_000
 SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
-
-
-@dataclass
-class CommandResult:
-    exit_code: int | None
-    output: str
-    total_bytes: int
-    timed_out: bool
 
 
 class Sandbox:
@@ -66,30 +54,34 @@ class Sandbox:
         self,
         root: str | os.PathLike[str],
         *,
-        allowed_commands: Iterable[str] = DEFAULT_ALLOWED_COMMANDS,
-        command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
-        output_cap: int = DEFAULT_OUTPUT_CAP,
+        jail: Jail | None = None,
+        allowed_commands: Iterable[str] | None = None,
         max_write_bytes: int = DEFAULT_MAX_WRITE_BYTES,
-        path: str | None = None,
-        extra_env: Mapping[str, str] | None = None,
     ) -> None:
+        """`jail`: where commands run (by default the configured backend's jail
+        of `root`). `allowed_commands`: None gives the agent a shell (`bash`);
+        a list keeps a repository's allow-list policy (`run_command`, no
+        shell, only those programs), still inside the jail."""
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
             raise NotADirectoryError(self.root)
-        self.allowed_commands = frozenset(allowed_commands)
-        self.command_timeout = command_timeout
-        self.output_cap = output_cap
+        self._jail = jail
+        self.allowed_commands = (
+            None if allowed_commands is None else frozenset(allowed_commands)
+        )
         self.max_write_bytes = max_write_bytes
-        # PATH for commands: the caller's choice (e.g. the repository's venv
-        # first), else the system default; never the worker's own PATH.
-        self.path = path or os.defpath
-        # What an operator chose to add (CODEX_SANDBOX_ENV), nothing inherited.
-        self.extra_env = {
-            key: value
-            for key, value in (extra_env or {}).items()
-            if key not in ("PATH", "HOME")
-        }
         self.files_changed: set[str] = set()
+
+    @property
+    def jail(self) -> Jail:
+        """The jail commands run in; JailUnavailable when none can run here."""
+        if self._jail is None:
+            self._jail = Jail.for_worktree(self.root)
+        return self._jail
+
+    @property
+    def command_timeout(self) -> float:
+        return self.jail.limits.wall_seconds
 
     # -- paths --------------------------------------------------------------
 
@@ -171,8 +163,7 @@ class Sandbox:
         path:line:text, at most `max_matches`."""
         if not pattern:
             raise ToolError("a pattern is required")
-        flags = re.IGNORECASE if ignore_case else 0
-        matcher = re.compile(pattern if regex else re.escape(pattern), flags)
+        matcher = _matcher(pattern, regex=regex, ignore_case=ignore_case)
         base = self.resolve(path)
         files = [base] if base.is_file() else self._walk(base)
         hits: list[str] = []
@@ -187,7 +178,7 @@ class Sandbox:
                 continue
             text = data.decode("utf-8", errors="replace")
             for number, line in enumerate(text.splitlines(), 1):
-                # Matching a bounded slice bounds a pathological regex too.
+                # RE2 runs in linear time; a bounded slice bounds it further.
                 if matcher.search(line[: MAX_LINE_CHARS * 4]):
                     hits.append(
                         f"{self.relative(file)}:{number}:{line[:MAX_LINE_CHARS]}"
@@ -225,7 +216,7 @@ class Sandbox:
         if target.is_dir():
             raise ToolError(f"{path!r} is a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        _replace(target, data)
         name = self.relative(target)
         self.files_changed.add(name)
         return f"wrote {len(data)} bytes to {name}", [name]
@@ -239,7 +230,11 @@ class Sandbox:
         target = self.resolve(path, for_write=True)
         if not target.is_file():
             raise ToolError(f"{path!r} is not a file")
-        text = target.read_text(encoding="utf-8")
+        # newline="": the file's own line endings (CRLF stays CRLF).
+        with open(target, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+        if "\r\n" in text and "\r\n" not in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
         count = text.count(old)
         if count == 0:
             raise ToolError("old was not found in the file; read it and retry")
@@ -250,72 +245,156 @@ class Sandbox:
         updated = text.replace(old, new, 1)
         if len(updated.encode("utf-8")) > self.max_write_bytes:
             raise ToolError("refused: the edited file would exceed the size limit")
-        target.write_text(updated, encoding="utf-8")
+        _replace(target, updated.encode("utf-8"))
         name = self.relative(target)
         self.files_changed.add(name)
         return f"edited {name}", [name]
 
-    def command_env(self, home: str) -> dict[str, str]:
-        """The whole environment of a command: nothing inherited."""
-        return {
-            "LANG": "C.UTF-8",
-            **self.extra_env,
-            "PATH": self.path,
-            "HOME": home,
-        }
-
     def run_command(
-        self, command: str | list[str], cwd: str = ".", timeout: float | None = None
+        self,
+        command: str | list[str],
+        cwd: str = ".",
+        timeout: float | None = None,
+        *,
+        outputs: Path | None = None,
     ) -> CommandResult:
-        """Run an allowed program (no shell) in the worktree."""
+        """Run a program and its arguments (no shell) in the jail, in `cwd`.
+        With an allow-list, only its programs."""
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv or not all(isinstance(arg, str) for arg in argv):
             raise ToolError("command must be a non-empty list of strings")
         if any("\x00" in arg for arg in argv):
             raise ToolError("command contains a NUL byte")
         program = argv[0]
-        if "/" in program or program not in self.allowed_commands:
+        if self.allowed_commands is not None and (
+            "/" in program or program not in self.allowed_commands
+        ):
             allowed = ", ".join(sorted(self.allowed_commands)) or "none"
             raise ToolError(
                 f"{program!r} is not an allowed command (allowed: {allowed})"
             )
-        executable = shutil.which(program, path=self.path)
-        if executable is None:
+        jail = self._usable_jail()
+        if jail.which(program) is None:
             raise ToolError(f"{program!r} is not installed")
-        workdir = self.resolve(cwd)
+        return self._run(jail, argv, cwd, timeout, outputs)
+
+    def run_shell(
+        self, command: str, cwd: str = ".", timeout: float | None = None
+    ) -> CommandResult:
+        """Run a bash command line in the jail, in `cwd`."""
+        if not isinstance(command, str) or not command.strip():
+            raise ToolError("command must be a non-empty string")
+        if "\x00" in command:
+            raise ToolError("command contains a NUL byte")
+        if len(command) > MAX_COMMAND_CHARS:
+            raise ToolError(f"command is longer than {MAX_COMMAND_CHARS} characters")
+        return self._run(self._usable_jail(), ["bash", "-c", command], cwd, timeout)
+
+    def _usable_jail(self) -> Jail:
+        try:
+            return self.jail
+        except JailUnavailable as exc:
+            raise ToolError(
+                f"commands cannot run: {exc.reason} (an operator must fix this: "
+                f"{exc.fix})"
+            ) from None
+
+    def _run(
+        self,
+        jail: Jail,
+        argv: list[str],
+        cwd: str,
+        timeout: float | None,
+        outputs: Path | None = None,
+    ) -> CommandResult:
+        workdir = self.resolve(cwd or ".")
         if not workdir.is_dir():
             raise ToolError(f"{cwd!r} is not a directory")
-        limit = (
-            self.command_timeout
-            if timeout is None
-            else min(float(timeout), self.command_timeout)
-        )
-        with tempfile.TemporaryDirectory(prefix="codex-home-") as home:
-            return _run(
-                [executable, *argv[1:]],
-                cwd=workdir,
-                env=self.command_env(home),
-                timeout=limit,
-                cap=self.output_cap,
+        try:
+            return jail.run(
+                argv, cwd=self.relative(workdir), timeout=timeout, outputs=outputs
             )
+        except ValueError as exc:  # a timeout that is no finite positive number
+            raise ToolError(str(exc)) from None
 
     # -- as model tools -----------------------------------------------------
 
-    def _run_tool(self, arguments: dict[str, Any]) -> str:
-        result = self.run_command(
-            arguments["command"],
-            cwd=arguments.get("cwd") or ".",
-            timeout=arguments.get("timeout"),
-        )
-        status = (
-            f"timed out after {self.command_timeout:g}s and was killed"
-            if result.timed_out
-            else f"exit code {result.exit_code}"
-        )
+    def _answer(self, result: CommandResult) -> str:
+        """The tool's answer: how the command ended, then its output. A
+        non-zero exit is an answer too (the model reads the failure)."""
+        status = result.note if result.timed_out else f"exit code {result.exit_code}"
         text = f"{status}\n{result.output}"
         if result.timed_out or result.exit_code != 0:
             raise ToolError(text)
         return text
+
+    def _shell_tool(self, arguments: dict[str, Any]) -> str:
+        return self._answer(
+            self.run_shell(
+                arguments["command"],
+                cwd=arguments.get("cwd") or ".",
+                timeout=arguments.get("timeout"),
+            )
+        )
+
+    def _run_tool(self, arguments: dict[str, Any]) -> str:
+        return self._answer(
+            self.run_command(
+                arguments["command"],
+                cwd=arguments.get("cwd") or ".",
+                timeout=arguments.get("timeout"),
+            )
+        )
+
+    def _command_tool(self) -> Tool:
+        limit = int(_safe_limit(self))
+        timeout = {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": limit,
+            "description": f"seconds, at most {limit}",
+        }
+        cwd = {"type": "string", "default": ".", "description": "relative folder"}
+        if self.allowed_commands is None:
+            return Tool(
+                "bash",
+                "Run a bash command line in the worktree (the current folder, "
+                "/workspace) inside an isolated jail: no network, no secrets, "
+                "only the worktree is writable and nothing outside it persists. "
+                "Answers the exit code and the output (long output keeps its "
+                "beginning and its end). git is not available here; Codex "
+                f"commits for you. Timeout at most {limit}s.",
+                _schema(
+                    {
+                        "command": {"type": "string", "minLength": 1},
+                        "cwd": cwd,
+                        "timeout": timeout,
+                    },
+                    ["command"],
+                ),
+                self._shell_tool,
+            )
+        return Tool(
+            "run_command",
+            "Run an allowed program in the worktree, without a shell, inside an "
+            "isolated jail (allowed: "
+            f"{', '.join(sorted(self.allowed_commands)) or 'none'}). No network "
+            "and no secrets are available to it.",
+            _schema(
+                {
+                    "command": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "description": "program and arguments",
+                    },
+                    "cwd": cwd,
+                    "timeout": timeout,
+                },
+                ["command"],
+            ),
+            self._run_tool,
+        )
 
     def tools(self) -> list[Tool]:
         """The sandbox's tools with their API definitions."""
@@ -385,90 +464,44 @@ class Sandbox:
                 ),
                 lambda a: self.edit_file(a["path"], a["old"], a["new"]),
             ),
-            Tool(
-                "run_command",
-                "Run an allowed program in the worktree, without a shell "
-                f"(allowed: {', '.join(sorted(self.allowed_commands)) or 'none'}). "
-                "No network credentials or secrets are available to it.",
-                _schema(
-                    {
-                        "command": {
-                            "type": "array",
-                            "items": {"type": "string"},
-                            "description": "program and arguments",
-                        },
-                        "cwd": {"type": "string", "default": "."},
-                        "timeout": {"type": "number"},
-                    },
-                    ["command"],
-                ),
-                self._run_tool,
-            ),
+            self._command_tool(),
         ]
 
 
-def _run(
-    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float, cap: int
-) -> CommandResult:
-    """Run `argv` in its own process group, keep the first `cap` characters of
-    its combined output, and kill the group on timeout or runaway output."""
-    process = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    kept = bytearray()
-    total = 0
-    runaway = threading.Event()
-
-    def read() -> None:
-        nonlocal total
-        assert process.stdout is not None
-        while chunk := process.stdout.read1(65536):
-            total += len(chunk)
-            if len(kept) < cap * 4:  # utf-8: at most 4 bytes a character
-                kept.extend(chunk[: cap * 4 - len(kept)])
-            if total > KILL_AFTER_OUTPUT_BYTES:
-                runaway.set()
-                _kill_group(process)
-                break
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    timed_out = False
+def _replace(target: Path, data: bytes) -> None:
+    """Write `data` as a new file and rename it over `target`: never through
+    a hard link or a symlink swapped in, and never half written."""
+    mode = 0o644
+    if target.exists():
+        mode = target.stat().st_mode & 0o777
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".codex-write-")
     try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        process.wait()
-    # A grandchild may hold the pipe open after the leader exits: kill the
-    # group, and give the reader a bounded time to drain.
-    _kill_group(process)
-    reader.join(timeout=max(1.0, deadline - time.monotonic()))
-    process.stdout.close()
-    text = kept.decode("utf-8", errors="replace")
-    if total > len(kept) or len(text) > cap:
-        text = (
-            f"{text[:cap]}\n[output truncated: showing the first "
-            f"{min(len(text), cap)} characters of {total} bytes of output]"
-        )
-    if runaway.is_set():
-        text += f"\n[killed: printed more than {KILL_AFTER_OUTPUT_BYTES} bytes]"
-    return CommandResult(
-        exit_code=None if timed_out else process.returncode,
-        output=text,
-        total_bytes=total,
-        timed_out=timed_out,
-    )
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    # The group may be gone already (it exited, or was killed a moment ago).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _matcher(pattern: str, *, regex: bool, ignore_case: bool) -> Any:
+    """A compiled search: RE2 (linear time, no catastrophic backtracking)
+    for regular expressions, a plain escaped pattern otherwise."""
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    try:
+        return re2.compile(pattern if regex else re.escape(pattern), options)
+    except re2.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}") from None
+
+
+def _safe_limit(sandbox: Sandbox) -> float:
+    """The configured timeout, without building a jail that cannot run (the
+    tool is still offered; a call then says why commands cannot run)."""
+    try:
+        return sandbox.jail.limits.wall_seconds
+    except JailUnavailable:
+        return limits_from_settings().wall_seconds

@@ -11,10 +11,15 @@ agents.sandbox; the pipeline's own tools in agents.domain_tools.
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import jsonschema
 
 
 class ToolError(Exception):
@@ -62,7 +67,11 @@ class Tool:
         }
 
     def call(self, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """Run the handler; refusals and crashes become error outcomes."""
+        """Validate the input against the tool's schema, then run the handler;
+        refusals, invalid input and crashes become error outcomes."""
+        problem = input_problem(self.input_schema, arguments)
+        if problem:
+            return _failure(self.name, f"invalid input: {problem}", arguments)
         try:
             answer = self.handler(dict(arguments))
         except ToolError as exc:
@@ -80,6 +89,46 @@ class Tool:
                 files_changed=tuple(changed),
             ),
         )
+
+
+def input_problem(schema: Mapping[str, Any], arguments: Any) -> str:
+    """Why `arguments` do not fit `schema` (JSON Schema, checked by the
+    jsonschema library), "" when they do. Numbers must be finite: JSON Schema
+    lets NaN through every bound, and a NaN timeout would be no limit."""
+    if not isinstance(arguments, Mapping):
+        return "the input must be an object"
+    if not _finite(arguments):
+        return "numbers must be finite (NaN and Infinity are refused)"
+    error = jsonschema.exceptions.best_match(
+        _validator(schema).iter_errors(dict(arguments))
+    )
+    if error is None:
+        return ""
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(item) for item in value)
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_validator(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )
+    return validator_class(schema)
+
+
+def _validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    return _cached_validator(json.dumps(schema, sort_keys=True))
 
 
 def _metadata(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -122,7 +122,8 @@ for _origin in CSRF_TRUSTED_ORIGINS:
         )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin with the console's own site (codex.core.admin_site).
+    "codex.core.admin_site.CodexAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -519,6 +520,29 @@ CODEX_AGENT_CONTEXT_CHARS = env_int(
 # in CODEX_TEST_COMMANDS), how pull requests merge, and whether a person must
 # approve the release first.
 CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
+# The command jail every command run on a repository's behalf goes through
+# (docs/jail.md): auto (bubblewrap where it works, else steps that must run a
+# command escalate), bubblewrap, docker, podman, or none (unjailed: warned).
+CODEX_SANDBOX = env_choice(
+    "CODEX_SANDBOX", "auto", ("auto", "bubblewrap", "docker", "podman", "none")
+)
+# Limits of one jailed command; the wall time is also the most a tool call may ask.
+CODEX_SANDBOX_COMMAND_TIMEOUT = env_int(
+    "CODEX_SANDBOX_COMMAND_TIMEOUT", 120, minimum=1, maximum=3600
+)
+CODEX_SANDBOX_CPU_SECONDS = env_int("CODEX_SANDBOX_CPU_SECONDS", 300, minimum=1)
+CODEX_SANDBOX_MEMORY_MB = env_int("CODEX_SANDBOX_MEMORY_MB", 2048, minimum=64)
+CODEX_SANDBOX_MAX_PROCESSES = env_int("CODEX_SANDBOX_MAX_PROCESSES", 256, minimum=8)
+CODEX_SANDBOX_MAX_FILE_MB = env_int("CODEX_SANDBOX_MAX_FILE_MB", 512, minimum=1)
+# A repository's setup command (once per worktree) may take longer.
+CODEX_SANDBOX_SETUP_TIMEOUT = env_int(
+    "CODEX_SANDBOX_SETUP_TIMEOUT", 900, minimum=10, maximum=7200
+)
+# The container backends' image when a repository names none.
+CODEX_SANDBOX_IMAGE = env_str("CODEX_SANDBOX_IMAGE", "python:3.11-slim-bookworm")
+# Host folders bound read-only into the jail at their own path (toolchains,
+# package caches an operator provides); never Codex's own folders.
+CODEX_SANDBOX_READONLY_PATHS = env_list("CODEX_SANDBOX_READONLY_PATHS", [])
 # Variables an operator adds to the agents' command environment (KEY=VALUE,
 # comma-separated), e.g. PYTEST_DISABLE_PLUGIN_AUTOLOAD=1; nothing else is
 # inherited from the worker (no secrets reach the sandbox).

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 REQUIRE_POSTGRESQL = os.environ.get("CODEX_REQUIRE_POSTGRESQL") == "1"
+TOOLCHAIN_PATHS = sorted({sys.prefix, sys.base_prefix})
 
 
 def pytest_configure(config) -> None:
@@ -57,6 +59,9 @@ def _isolated_settings(settings, tmp_path):
     settings.CODEX_PHASE_RUNNER = "codex.tasks.runners.UnconfiguredPhaseRunner"
     # Real hashing makes every user a tenth of a second; tests make many.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Commands run in the jail see this venv (and the Python it was made from)
+    # read-only: the test projects' pytest is there.
+    settings.CODEX_SANDBOX_READONLY_PATHS = TOOLCHAIN_PATHS
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {

@@ -273,6 +273,8 @@ class LivePipeline:
                 "CODEX_SANDBOX_ENV": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
                 "CODEX_SANDBOX_PATH": f"{Path(sys.executable).parent}{os.pathsep}"
                 f"{os.defpath}",
+                # The jail sees this venv read-only (its pytest runs QA).
+                "CODEX_SANDBOX_READONLY_PATHS": ",".join({sys.prefix, sys.base_prefix}),
                 "CODEX_NOTIFY_SENDER": "tests.live_pipeline.FileSender",
                 NOTIFY_LOG: str(self.root / "notifications.log"),
             }

@@ -42,6 +42,7 @@ from agents.prompts import untrusted
 from agents.roles.base import COMMON_RULES, Role, RoleContext
 from agents.tools import ToolError
 from codex.tasks.runners import PhaseResult
+from integrations.jail import JailUnavailable
 
 if TYPE_CHECKING:
     from agents.sandbox import Sandbox
@@ -181,8 +182,9 @@ def run_checks(sandbox: Sandbox, repository: Repository) -> list[CheckRun]:
 
 
 def run_check(sandbox: Sandbox, kind: str, command: str) -> CheckRun:
-    """Run one command. A test command with {junit_xml} writes its JUnit XML
-    to a fresh folder outside the worktree, read and removed afterwards."""
+    """Run one command in the jail. A test command with {junit_xml} writes its
+    JUnit XML to a fresh folder outside the worktree (mounted writable in the
+    jail), read and removed afterwards."""
     check = CheckRun(kind=kind, command=command)
     try:
         argv = shlex.split(command)
@@ -192,12 +194,20 @@ def run_check(sandbox: Sandbox, kind: str, command: str) -> CheckRun:
     junit_dir = None
     junit_path = None
     if any(JUNIT_PLACEHOLDER in arg for arg in argv):
-        junit_dir = tempfile.mkdtemp(prefix="codex-junit-")
-        junit_path = Path(junit_dir) / "junit.xml"
-        argv = [arg.replace(JUNIT_PLACEHOLDER, str(junit_path)) for arg in argv]
+        junit_dir = Path(tempfile.mkdtemp(prefix="codex-junit-"))
+        # The jail's user writes here; nothing else is in the folder.
+        junit_dir.chmod(0o777)
+        junit_path = junit_dir / "junit.xml"
+        try:
+            inside = sandbox.jail.output_path(junit_dir, "junit.xml")
+        except JailUnavailable as exc:
+            shutil.rmtree(junit_dir, ignore_errors=True)
+            check.not_run = f"commands cannot run: {exc}"
+            return check
+        argv = [arg.replace(JUNIT_PLACEHOLDER, inside) for arg in argv]
     try:
         try:
-            result = sandbox.run_command(argv)
+            result = sandbox.run_command(argv, outputs=junit_dir)
         except ToolError as exc:
             check.not_run = str(exc)
             return check

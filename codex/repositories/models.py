@@ -107,6 +107,13 @@ def validate_command(value: str) -> None:
         )
 
 
+def validate_setup_command(value: str) -> None:
+    """A setup command line (run by bash in the jail): printable text."""
+    text = value or ""
+    if any(ord(char) < 32 and char not in "\n\t" for char in text):
+        raise ValidationError("A setup command cannot contain control characters.")
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -153,6 +160,28 @@ class Repository(models.Model):
         help_text="Blank: CODEX_TYPE_CHECK_COMMAND; no type check when that is "
         "empty too.",
     )
+    # How the command jail treats this repository (integrations.jail).
+    setup_command = models.TextField(
+        blank=True,
+        max_length=COMMAND_MAX_LENGTH,
+        validators=[validate_setup_command],
+        help_text="A bash command line run once per worktree, in the jail, before "
+        "the first agent (e.g. python3 -m venv .venv && .venv/bin/pip install "
+        "-e .[test], or npm ci). No network: use what the toolchains and the "
+        "worktree hold. What it creates is kept out of commits.",
+    )
+    sandbox_image = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Container backends only (CODEX_SANDBOX=docker or podman): the "
+        "image commands run in. Blank: CODEX_SANDBOX_IMAGE.",
+    )
+    command_allow_list = models.CharField(
+        max_length=COMMAND_MAX_LENGTH,
+        blank=True,
+        help_text="Blank: agents get a real shell (bash) in the jail. Otherwise "
+        "space-separated program names: agents run only these, without a shell.",
+    )
 
     objects = RepositoryQuerySet.as_manager()
 
@@ -177,6 +206,12 @@ class Repository(models.Model):
     def local_path(self) -> str:
         """The bare repository's folder (local forge only)."""
         return self.url.removeprefix("file://")
+
+    @property
+    def allowed_commands(self) -> list[str] | None:
+        """The programs agents may run, or None for a real shell."""
+        names = self.command_allow_list.split()
+        return names or None
 
     def clean(self) -> None:
         try:

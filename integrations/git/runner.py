@@ -70,6 +70,41 @@ SOURCE = "git"
 # rather than copied: stderr is matched against English messages below.
 PASSED_THROUGH = ("PATH", "HOME")
 
+# Settings that make git run a program of the repository's choosing, pinned on
+# every command: agents write the worktree, so nothing git reads from it or
+# from any repository-local file may start code on the worker (hooks run with
+# the push credential in their environment). The machine's and the user's
+# configuration files are not read at all (`git_environment`), so no filter,
+# diff or merge driver is defined that a `.gitattributes` could name.
+HARDENED = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.sshCommand=ssh",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "sequence.editor=true",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "submodule.recurse=false",
+    # A nested repository an agent made would otherwise be asked for its
+    # status, and that git reads the nested repository's own config.
+    "-c",
+    "diff.ignoreSubmodules=all",
+    "-c",
+    "gpg.program=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "tag.gpgSign=false",
+)
+
 # The most of git's stderr a message keeps: enough to see what failed, short
 # enough for a task's error list and an event.
 MESSAGE_LIMIT = 600
@@ -178,6 +213,11 @@ def git_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
             # With stdin closed, no terminal (own session) and no askpass
             # program in this environment, nothing can ask for a password.
             "GIT_TERMINAL_PROMPT": "0",
+            # Only Codex's own settings apply: no machine-wide or user file
+            # can define hooks, filters or helpers that git would run.
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
         }
     )
     base.update(env or {})
@@ -346,7 +386,7 @@ def _run(
     """One run of git; its stderr scrubbed, its stdout as printed."""
     try:
         process = subprocess.Popen(
-            ["git", *_stall_limit(), *args],
+            ["git", *HARDENED, *_stall_limit(), *args],
             cwd=os.fspath(cwd),
             env=git_environment(env),
             stdin=subprocess.DEVNULL,

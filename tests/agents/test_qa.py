@@ -154,8 +154,9 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def sandbox(project) -> Sandbox:
-    return Sandbox(project, path=f"{Path(sys.executable).parent}:{os.defpath}")
+def sandbox(project, settings) -> Sandbox:
+    settings.CODEX_SANDBOX_PATH = f"{Path(sys.executable).parent}:{os.defpath}"
+    return Sandbox(project)
 
 
 def test_the_test_command_writes_junit_outside_the_worktree(sandbox, project):
@@ -179,7 +180,7 @@ def test_the_test_command_writes_junit_outside_the_worktree(sandbox, project):
 def test_a_command_that_cannot_run_is_reported_not_raised(sandbox):
     check = qa.run_check(sandbox, "lint", "eslint .")
     assert check.status == "not_run"
-    assert "not an allowed command" in check.not_run
+    assert "not installed" in check.not_run
 
 
 def test_a_test_command_without_junit_is_read_from_its_output(sandbox):

@@ -12,19 +12,19 @@ import pytest
 
 from agents.sandbox import Sandbox
 from agents.tools import ToolError
+from integrations.jail import Jail, Limits
 
 PYTHON_DIR = str(Path(sys.executable).parent)
 
 
 @pytest.fixture
-def sandbox(worktree):
+def sandbox(worktree, settings):
+    settings.CODEX_SANDBOX_PATH = f"{PYTHON_DIR}:{os.defpath}"
+    jail = Jail.for_worktree(
+        worktree, limits=Limits(wall_seconds=2, cpu_seconds=2, output_chars=2000)
+    )
     return Sandbox(
-        worktree,
-        allowed_commands=["python"],
-        path=f"{PYTHON_DIR}:{os.defpath}",
-        command_timeout=2,
-        output_cap=2000,
-        max_write_bytes=10_000,
+        worktree, jail=jail, allowed_commands=["python"], max_write_bytes=10_000
     )
 
 
@@ -154,7 +154,10 @@ def test_command_environment_holds_no_secret(sandbox, monkeypatch):
     assert "hunter2" not in outcome.content
     assert "sk-ant" not in outcome.content
     env = json.loads(outcome.content.split("\n", 1)[1])  # after "exit code 0"
-    assert set(env) <= {"PATH", "HOME", "LANG", "LC_CTYPE"}
+    assert set(env) <= {
+        *("PATH", "HOME", "LANG", "LC_CTYPE", "TMPDIR", "USER", "CI", "PWD"),
+        "PYTHONDONTWRITEBYTECODE",
+    }
     assert env["HOME"] != os.environ.get("HOME")
 
 
@@ -184,7 +187,7 @@ def test_a_command_that_prints_a_lot_is_capped(sandbox):
     assert result.exit_code == 0
     assert result.total_bytes == 3_000_000
     assert len(result.output) < 2200
-    assert "output truncated" in result.output
+    assert "output cut" in result.output
 
 
 def test_failing_command_is_an_error_with_its_output(sandbox):
@@ -205,16 +208,14 @@ def test_command_cwd_is_confined(sandbox):
         sandbox.resolve("../x")
 
 
-def test_an_operators_extra_environment_reaches_commands_but_not_path(tmp_path):
-    from agents.sandbox import Sandbox
-
-    sandbox = Sandbox(
-        tmp_path,
-        allowed_commands={"env"},
-        extra_env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/evil"},
-    )
-    env = sandbox.command_env(str(tmp_path))
+def test_an_operators_extra_environment_reaches_commands_but_not_path(
+    worktree, settings
+):
+    settings.CODEX_SANDBOX_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/evil"}
+    sandbox = Sandbox(worktree, allowed_commands={"env"})
+    env = sandbox.jail.environment()
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert env["PATH"] != "/evil"
     result = sandbox.run_command("env")
     assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in result.output
+    assert "PATH=/evil" not in result.output

@@ -25,4 +25,4 @@ def test_a_command_that_cannot_run_escalates_without_an_agent_run(
     assert stub.requests == []
     detail = task.escalations.get().detail
     assert detail.startswith("the lint command `eslint --max-warnings 0 .` could not")
-    assert "not an allowed command" in detail
+    assert "'eslint' is not installed" in detail

@@ -17,6 +17,7 @@ from agents.sandbox import Sandbox
 from agents.tools import ToolError
 from codex.webhooks.signature import sign
 from codex.webhooks.views import github_webhook
+from integrations.jail import Jail, Limits
 
 pytestmark = pytest.mark.django_db
 
@@ -146,18 +147,17 @@ def test_hostile_form_values_are_refused_or_escaped(client, operator):
 
 
 @pytest.fixture
-def sandbox(tmp_path):
+def sandbox(tmp_path, settings):
     root = tmp_path / "worktree"
     root.mkdir()
     (root / "README.md").write_text("hello\n")
     (tmp_path / "secret.txt").write_text("TOP SECRET")
+    settings.CODEX_SANDBOX_PATH = f"{Path(sys.executable).parent}:{os.defpath}"
+    jail = Jail.for_worktree(
+        root, limits=Limits(wall_seconds=2, cpu_seconds=2, output_chars=10_000)
+    )
     return Sandbox(
-        root,
-        allowed_commands=["python"],
-        path=f"{Path(sys.executable).parent}:{os.defpath}",
-        command_timeout=2,
-        output_cap=10_000,
-        max_write_bytes=100_000,
+        root, jail=jail, allowed_commands=["python"], max_write_bytes=100_000
     )
 
 
@@ -204,7 +204,7 @@ def test_commands_that_never_end_are_killed(sandbox):
 def test_commands_printing_gigabytes_are_capped(sandbox):
     code = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     result = sandbox.run_command(["python", "-c", code])
-    assert len(result.output) <= sandbox.output_cap + 500
+    assert len(result.output) <= sandbox.jail.limits.output_chars + 500
     assert result.timed_out or result.exit_code != 0
 
 
@@ -248,10 +248,12 @@ def test_an_injected_instruction_has_no_path_to_secrets(sandbox, monkeypatch):
     assert result.output.strip() == "None"
 
 
-def test_known_gap_an_allowed_interpreter_reads_outside_the_worktree(sandbox):
-    """Documented in SECURITY.md: the path checks bind the file tools, not what
-    an allowed interpreter does; run workers in a container."""
+def test_an_allowed_interpreter_cannot_read_outside_the_worktree(sandbox):
+    """The jail, not the path checks, binds what an interpreter does: the
+    folder around the worktree is not there at all."""
+    outside = sandbox.root.parent / "secret.txt"
     result = sandbox.run_command(
-        ["python", "-c", "print(open('../secret.txt').read())"]
+        ["python", "-c", f"print(open({str(outside)!r}).read())"]
     )
-    assert "TOP SECRET" in result.output
+    assert "TOP SECRET" not in result.output
+    assert result.exit_code != 0

@@ -239,19 +239,18 @@ def test_api_tokens_are_stored_hashed(secrets):
             assert len(value) < len(key) or value == row["key_hash"], name
 
 
-def test_a_sandboxed_command_sees_no_secret(secrets, tmp_path):
+def test_a_sandboxed_command_sees_no_secret(secrets, tmp_path, settings):
     worktree = tmp_path / "worktree"
     worktree.mkdir()
-    sandbox = Sandbox(
-        worktree,
-        allowed_commands=["python"],
-        path=f"{Path(sys.executable).parent}:{os.defpath}",
-        command_timeout=10,
-    )
+    settings.CODEX_SANDBOX_PATH = f"{Path(sys.executable).parent}:{os.defpath}"
+    sandbox = Sandbox(worktree, allowed_commands=["python"])
     result = sandbox.run_command(
         ["python", "-c", "import os, json; print(json.dumps(dict(os.environ)))"]
     )
     assert result.exit_code == 0, result.output
     environment = json.loads(result.output)
-    assert set(environment) <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PWD"}
+    assert set(environment) <= {
+        *("PATH", "HOME", "LANG", "LC_CTYPE", "PWD", "TMPDIR", "USER", "CI"),
+        "PYTHONDONTWRITEBYTECODE",
+    }
     assert_clean(result.output, secrets["values"], "the command's environment")

@@ -1,0 +1,101 @@
+"""A repository's setup command: once per worktree, in the jail, first.
+
+`Repository.setup_command` (say `python3 -m venv .venv && .venv/bin/pip
+install -e .[test]`, or `npm ci`) prepares the repository's own environment
+in its worktree, so that the agent's commands and QA's checks run with the
+repository's tools rather than Codex's. It runs in the jail like any other
+command, with the longer CODEX_SANDBOX_SETUP_TIMEOUT. A marker in the
+worktree's git folder (out of the jail's reach) records the command that
+succeeded; a changed command runs again. What it creates (a `.venv`,
+`node_modules`) is added to the repository's exclude file so that it never
+reaches a commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+from django.conf import settings
+
+from integrations.git import run_git
+from integrations.jail import Jail, Limits
+
+MARKER = "codex-setup"
+SHOWN_OUTPUT = 4000
+
+
+def ensure_setup(jail: Jail, command: str) -> str:
+    """Run `command` in `jail` unless it already succeeded in this worktree.
+
+    Returns "" when the worktree is ready, else why it is not (for a person:
+    the command failed, or timed out, with the end of its output).
+    """
+    command = (command or "").strip()
+    if not command:
+        return ""
+    worktree = jail.worktree
+    marker = _git_path(worktree, "--absolute-git-dir") / MARKER
+    digest = hashlib.sha256(command.encode()).hexdigest()
+    if marker.is_file() and marker.read_text().strip() == digest:
+        return ""
+    before = _untracked(worktree)
+    timeout = settings.CODEX_SANDBOX_SETUP_TIMEOUT
+    longer = dataclasses.replace(
+        jail,
+        limits=Limits(
+            wall_seconds=float(timeout),
+            cpu_seconds=int(timeout),
+            memory_mb=jail.limits.memory_mb,
+            max_processes=jail.limits.max_processes,
+            max_file_mb=jail.limits.max_file_mb,
+            output_chars=SHOWN_OUTPUT,
+        ),
+    )
+    result = longer.run(["bash", "-c", command])
+    if not result.ok:
+        ended = result.note or f"exit code {result.exit_code}"
+        return (
+            f"the repository's setup command failed ({ended}): {command!r}. "
+            f"Its output:\n{result.output[-SHOWN_OUTPUT:]}"
+        )
+    _exclude(worktree, sorted(_untracked(worktree) - before))
+    marker.write_text(digest + "\n")
+    return ""
+
+
+def _git_path(worktree: Path, flag: str) -> Path:
+    return Path(run_git(["rev-parse", flag], worktree).strip())
+
+
+def _untracked(worktree: Path) -> set[str]:
+    """Untracked files and folders (a folder as one entry), not ignored."""
+    listing = run_git(
+        ["ls-files", "--others", "--exclude-standard", "--directory", "-z"],
+        worktree,
+    )
+    return {entry for entry in listing.split("\0") if entry}
+
+
+def _exclude(worktree: Path, entries: list[str]) -> None:
+    """Keep `entries` out of commits: the shared exclude file of the mirror
+    (every worktree of the repository runs the same setup)."""
+    if not entries:
+        return
+    common = _git_path(worktree, "--git-common-dir")
+    if not common.is_absolute():
+        common = (worktree / common).resolve()
+    exclude = common / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    known = set(exclude.read_text().splitlines()) if exclude.exists() else set()
+    # Anchored and escaped, so a name cannot become a pattern of its own.
+    lines = [
+        "/" + "".join(f"\\{c}" if c in "*?[]!#\\" else c for c in entry)
+        for entry in entries
+        if "\n" not in entry and "\r" not in entry
+    ]
+    new = [line for line in lines if line not in known]
+    if new:
+        with exclude.open("a") as handle:
+            handle.write("".join(f"{line}\n" for line in new))
