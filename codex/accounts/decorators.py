@@ -39,3 +39,11 @@ def roles_required(*roles: str) -> Callable:
         return wrapped
 
     return decorate
+
+
+def allowed_to(action: str) -> Callable:
+    """Allow the roles that codex.accounts.permissions.RULES gives `action`:
+    the same rule the API's permission class of that action asks."""
+    from codex.accounts.permissions import RULES
+
+    return roles_required(*RULES[action])

@@ -1,14 +1,19 @@
-"""Who may do what through the API, in one place.
+"""Who may do what, in one place: the API and the team pages ask the same rules.
 
-Three roles (issue 7):
+Three roles (README "Roles"):
 
 - operators (`is_staff`): everything;
-- team members (the "team" group): read everything and resolve escalations;
+- team members (the "team" group): read everything, create tasks and resolve
+  escalations;
 - integrators (the "integrator" group, or any user with neither role): create
-  and read tasks, nothing else.
+  tasks and read the tasks they created, without escalation content (an
+  escalation's questions and answers are between the team and the agents).
 
-Each view names one permission class below; a class is the roles allowed to read
-(GET, HEAD, OPTIONS) and the roles allowed to write (POST). DRF answers 401 to a
+`RULES` names, per action, the roles allowed; `may(user, action)` asks it.
+Each API view names one permission class below (the roles of an action for
+reads, GET/HEAD/OPTIONS, and of another for writes, POST); each page names its
+action to `codex.accounts.decorators.allowed_to`. `visible_tasks` and
+`sees_escalations` narrow what an allowed role is shown. DRF answers 401 to a
 caller without valid credentials and 403 to one whose role is not listed.
 """
 
@@ -56,8 +61,48 @@ def remember_roles(user, role_groups: Iterable[str]) -> frozenset[str]:
     return result
 
 
+STAFF = frozenset({OPERATOR, TEAM})
+OPERATORS = frozenset({OPERATOR})
+
+# action → the roles that may do it (pages and API alike).
+RULES: dict[str, frozenset[str]] = {
+    "task.read": ALL_ROLES,  # narrowed by visible_tasks
+    "task.create": ALL_ROLES,
+    "task.control": OPERATORS,  # pause, resume, cancel, retry
+    "task.read_all": STAFF,  # every task, not only one's own
+    "dashboard.read": ALL_ROLES,
+    "escalation.read": STAFF,
+    "escalation.resolve": STAFF,
+    "repository.read": STAFF,
+    "repository.register": OPERATORS,
+    "operations.read": STAFF,  # agents, runs, claims, backlog, child reports
+    "nothing": frozenset(),
+}
+
+
+def may(user, action: str) -> bool:
+    """Whether `user` may do `action` (a key of RULES)."""
+    return bool(roles_of(user) & RULES[action])
+
+
+def sees_escalations(user) -> bool:
+    """Whether `user` may read escalations' questions and answers."""
+    return may(user, "escalation.read")
+
+
+def visible_tasks(user, queryset):
+    """The tasks of `queryset` that `user` may see: all of them for the team and
+    operators, the ones it requested for an integrator."""
+    if may(user, "task.read_all"):
+        return queryset
+    if not may(user, "task.read"):
+        return queryset.none()
+    return queryset.filter(requested_by=user)
+
+
 class RolePermission(BasePermission):
-    """Allow the roles in `read` to read and those in `write` to write."""
+    """Allow the roles in `read` to read and those in `write` to write (each
+    the roles of one action of RULES)."""
 
     read: frozenset[str] = frozenset()
     write: frozenset[str] = frozenset()
@@ -69,36 +114,65 @@ class RolePermission(BasePermission):
 
 
 class TaskPermission(RolePermission):
-    """Tasks: everyone reads; integrators and operators create."""
+    """Tasks: everyone creates and reads (an integrator its own only)."""
 
-    read = ALL_ROLES
-    write = frozenset({OPERATOR, INTEGRATOR})
+    read = RULES["task.read"]
+    write = RULES["task.create"]
 
 
 class TaskControlPermission(RolePermission):
     """Pause, resume, cancel and retry a task: operators."""
 
-    read = frozenset({OPERATOR})
-    write = frozenset({OPERATOR})
+    read = RULES["task.control"]
+    write = RULES["task.control"]
 
 
 class EscalationPermission(RolePermission):
     """Escalations: the team and operators read and resolve them."""
 
-    read = frozenset({OPERATOR, TEAM})
-    write = frozenset({OPERATOR, TEAM})
+    read = RULES["escalation.read"]
+    write = RULES["escalation.resolve"]
 
 
 class RepositoryPermission(RolePermission):
     """Repositories: the team reads; operators register them."""
 
-    read = frozenset({OPERATOR, TEAM})
-    write = frozenset({OPERATOR})
+    read = RULES["repository.read"]
+    write = RULES["repository.register"]
 
 
 class OperationsReadPermission(RolePermission):
     """Agents, runs, claims, backlog runs, child reports: read by the team and
     operators; nothing in them is written through the API."""
 
-    read = frozenset({OPERATOR, TEAM})
-    write = frozenset()
+    read = RULES["operations.read"]
+    write = RULES["nothing"]
+
+
+# -- what an integrator is not shown ------------------------------------------------
+
+HIDDEN = "(escalation details are shown to the team only)"
+_ESCALATED = "escalated"
+
+
+def is_about_an_escalation(event) -> bool:
+    """Whether an event of a task's log carries an escalation's questions or
+    answer: the escalation events, and the transitions into and out of
+    `escalated` (their reason is the question or the person's resolution)."""
+    return event.kind == "escalation" or _ESCALATED in (event.source, event.target)
+
+
+def redact_events(user, events):
+    """`events` as `user` may see them: an escalation's questions and answers
+    blanked (in memory only) for a role that may not read escalations."""
+    if sees_escalations(user):
+        return events
+    for event in events:
+        if is_about_an_escalation(event):
+            event.reason = HIDDEN
+            event.data = {
+                key: value
+                for key, value in (event.data or {}).items()
+                if key == "transition"
+            }
+    return events

@@ -315,7 +315,8 @@ ERROR_DESCRIPTIONS = {
     404: "No such resource.",
     409: "The resource's state does not allow this (`allowed_actions` lists "
     "what it allows now).",
-    415: "The body is not JSON (or a form).",
+    413: "The body is larger than CODEX_API_MAX_BODY_BYTES.",
+    415: "The body is not JSON (writes are JSON only).",
     422: "The Idempotency-Key was used before with another request.",
     429: "Too many requests; wait `Retry-After` seconds.",
     503: "The database is unavailable; retry after `Retry-After` seconds.",

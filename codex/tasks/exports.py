@@ -7,6 +7,7 @@ Both are read-only views of the database; nothing is stored in these formats.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -152,14 +153,18 @@ def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _LiteralDumper.add_multi_representer(str, _str_presenter)
 
 
-def task_envelope_yaml(task: Task) -> str:
-    """`task-envelope.yml` for the task."""
+def task_envelope_yaml(
+    task: Task, redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> str:
+    """`task-envelope.yml` for the task; `redact` may leave out what the
+    reader's role may not see."""
     header = (
         "# task-envelope.yml\n"
         f"# Location: agent-state/{task.task_id}/task-envelope.yml\n"
     )
+    envelope = task_envelope(task)
     body = yaml.dump(
-        task_envelope(task),
+        redact(envelope) if redact else envelope,
         Dumper=_LiteralDumper,
         sort_keys=False,
         allow_unicode=True,

@@ -21,7 +21,11 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import (
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 from django_fsm import TransitionNotAllowed
 
 from codex.accounts.decorators import allowed_to
@@ -65,6 +69,7 @@ def actor_of(request: HttpRequest) -> str:
 
 
 @allowed_to("task.create")
+@require_http_methods(["GET", "HEAD", "POST"])
 def request_form(request: HttpRequest) -> HttpResponse:
     """GET: a blank form with a fresh token. POST: validate and create the task
     (once per token), then show it."""

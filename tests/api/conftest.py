@@ -32,7 +32,9 @@ def openapi(settings):
 
 @pytest.fixture
 def api_user(db):
-    return make_user("integrator")
+    """A team member: creates tasks and reads every one (an integrator reads
+    only its own: tests/api/test_it_shows_an_integrator_only_its_own_tasks.py)."""
+    return make_user("member", role="team")
 
 
 @pytest.fixture

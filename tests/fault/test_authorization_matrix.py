@@ -8,9 +8,14 @@ may use it. The rules (codex.accounts.permissions and issue 7):
 - /api/*: 401 without credentials, 403 for a role the view's permission class
   does not list, anything else for one it does (the OpenAPI schema and its
   Swagger UI are public by design: codex/tasks/api/schema.py);
+- every method of every URL: a method the tables do not list is refused
+  (401 without credentials, 403 or 405 with them; the login redirect, 403 or
+  405 on the pages), never served;
 - team pages: the login redirect for anonymous browsers; the escalation inbox
   and its answer form for the team and operators (403 for integrators, as in
-  the API), every other page for any signed-in role;
+  the API), the task buttons for operators, every other page for any
+  signed-in role (an integrator's task pages only for its own tasks: 404
+  otherwise, tests/api/test_it_shows_an_integrator_only_its_own_tasks.py);
 - the admin: operators (staff) only, everyone else the admin login redirect;
 - the GitHub webhook: the signature only; no session or role grants anything;
 - /healthz and Django's sign-in pages: open.
@@ -18,6 +23,7 @@ may use it. The rules (codex.accounts.permissions and issue 7):
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -41,7 +47,7 @@ NOBODY: frozenset[str] = frozenset()
 
 # API pattern → {method: roles allowed}
 API = {
-    "api/tasks/": {"get": ALL, "post": frozenset({"operator", "integrator"})},
+    "api/tasks/": {"get": ALL, "post": ALL},
     "api/tasks/<str:task_id>/": {"get": ALL},
     "api/tasks/<str:task_id>/envelope/": {"get": ALL},
     "api/tasks/<str:task_id>/issue-state/": {"get": ALL},
@@ -73,16 +79,21 @@ API = {
 PUBLIC_API = {"api/schema/", "api/docs/"}
 OPEN = {"healthz"}
 WEBHOOKS = {"api/webhooks/github/"}
-# Team pages (login required): pattern → (method to try, roles allowed).
+# Team pages (login required): pattern → {method: roles allowed}.
+TASK_ACTION = "^tasks/(?P<task_id>[^/]+)/(?P<action>retry|pause|resume|cancel)/$"
 PAGES = {
-    "": ("get", ALL),
-    "dashboard/": ("get", ALL),
-    "tasks/new/": ("get", ALL),
-    "tasks/<str:task_id>/": ("get", ALL),
-    "tasks/<str:task_id>/fragment/": ("get", ALL),
-    "inbox/": ("get", STAFF),
-    "inbox/<int:pk>/resolve/": ("post", STAFF),
+    # A redirect to the dashboard, whatever the method (Django's RedirectView).
+    "": dict.fromkeys(("get", "post", "put", "patch", "delete"), ALL),
+    "dashboard/": {"get": ALL},
+    "tasks/new/": {"get": ALL, "post": ALL},
+    "tasks/<str:task_id>/": {"get": ALL},
+    "tasks/<str:task_id>/fragment/": {"get": ALL},
+    TASK_ACTION: {"post": OPS},
+    "inbox/": {"get": STAFF},
+    "inbox/<int:pk>/resolve/": {"post": STAFF},
 }
+# Every method a client can send; what a table does not list must be refused.
+METHODS = ("get", "post", "put", "patch", "delete")
 # Django's sign-in pages: open, except changing one's password (login).
 AUTH_OPEN = {
     "accounts/login/",
@@ -232,6 +243,7 @@ def concrete(pattern: str, world, user_pk: int) -> str:
         "api/child-reports/<int:pk>/": (f"/api/child-reports/{world.child_report_id}/"),
         "api/child-analyses/<int:pk>/": f"/api/child-analyses/{analysis_pk}/",
         "inbox/<int:pk>/resolve/": f"/inbox/{world.escalation.pk}/resolve/",
+        TASK_ACTION: f"/tasks/{world.task.task_id}/cancel/",
     }
     for prefix, url in special.items():
         if pattern == prefix or pattern.startswith(prefix) and "^" in prefix:
@@ -292,23 +304,29 @@ def api_clients(role_users):
 
 
 def test_the_api_by_role(world, api_clients, role_users):
+    """Every method of every endpoint: the listed roles are let through, the
+    others 403; a method no role is listed for is never served."""
     checked = 0
     for pattern, methods in API.items():
         url = concrete(pattern, world, role_users["operator"].pk)
-        for method, allowed in methods.items():
+        for method in METHODS:
+            allowed = methods.get(method)
             response = getattr(api_clients[None], method)(url, {}, format="json")
             assert response.status_code == 401, (method, url)
             assert response.json()["error"]["code"] == "not_authenticated"
             for role in ("team", "integrator", "operator"):
                 client = api_clients[role]
                 response = getattr(client, method)(url, {}, format="json")
-                if role in allowed:
+                assert response.status_code < 500, (role, url, response.content)
+                if allowed is None:
+                    assert response.status_code in (403, 405), (role, method, url)
+                    assert set(response.json()) == {"error"}
+                elif role in allowed:
                     assert response.status_code not in (401, 403), (role, url)
-                    assert response.status_code < 500, (role, url, response.content)
                 else:
                     assert response.status_code == 403, (role, method, url)
                 checked += 1
-    assert checked == 3 * sum(len(m) for m in API.values())
+    assert checked == 3 * len(METHODS) * len(API)
 
 
 def test_the_api_schema_is_public(world, api_clients):
@@ -326,23 +344,37 @@ def test_a_browser_session_does_not_bypass_api_roles(world, session_clients):
 
 
 def test_team_pages_follow_the_api_roles(world, session_clients, role_users):
-    for pattern, (method, allowed) in PAGES.items():
+    """Every method of every page. An integrator's own task: the world's task
+    is made its own so that its task pages answer (others' are 404)."""
+    world.task.requested_by = role_users["integrator"]
+    world.task.save(update_fields=["requested_by"])
+    checked = 0
+    for pattern, methods in PAGES.items():
         url = concrete(pattern, world, role_users["operator"].pk)
-        response = getattr(session_clients[None], method)(url)
-        if pattern == "":
-            # The root redirects to the dashboard, which redirects to login.
-            assert response.status_code == 302
-            response = session_clients[None].get(response["Location"])
-        assert _is_login_redirect(response, "/accounts/login/?next="), url
-        for role in ("team", "integrator", "operator"):
-            response = getattr(session_clients[role], method)(url)
-            assert not _is_login_redirect(response, "/accounts/login/"), (role, url)
-            if role in allowed:
-                assert response.status_code not in (401, 403), (role, url)
-                assert response.status_code < 500, (role, url)
-            else:
-                assert response.status_code == 403, (role, url)
-                assert b"Not for your role" in response.content, (role, url)
+        for method in METHODS:
+            allowed = methods.get(method)
+            response = getattr(session_clients[None], method)(url)
+            if pattern == "":
+                # The root redirects to the dashboard, which redirects to login.
+                assert response.status_code == 302
+                response = session_clients[None].get(response["Location"])
+            assert _is_login_redirect(response, "/accounts/login/?next="), (
+                method,
+                url,
+            )
+            for role in ("team", "integrator", "operator"):
+                response = getattr(session_clients[role], method)(url)
+                assert not _is_login_redirect(response, "/accounts/login/"), (role, url)
+                assert response.status_code < 500, (role, method, url)
+                if allowed is None:
+                    assert response.status_code in (403, 405), (role, method, url)
+                elif role in allowed:
+                    assert response.status_code not in (401, 403, 405), (role, url)
+                else:
+                    assert response.status_code == 403, (role, method, url)
+                    assert b"Not for your role" in response.content, (role, url)
+                checked += 1
+    assert checked >= 3 * len(METHODS) * (len(PAGES) - 1)
 
 
 def test_sign_in_pages(world, session_clients, role_users):
@@ -371,14 +403,14 @@ def test_the_admin_is_for_operators_only(world, session_clients, role_users):
         if kind == "open":
             assert session_clients[None].get(url).status_code in (200, 302), url
             continue
-        for role in (None, "team", "integrator"):
-            response = session_clients[role].get(url)
+        for role, method in itertools.product((None, "team", "integrator"), METHODS):
+            response = getattr(session_clients[role], method)(url)
             if pattern == "admin/(?P<url>.*)$" and role is not None:
                 # The catch-all answers 404 to a signed-in non-staff user
                 # (Django's ADMIN final_catch_all_view): nothing is revealed.
                 assert response.status_code in (302, 404), (role, url)
                 continue
-            assert _is_login_redirect(response, "/admin/login/"), (role, url)
+            assert _is_login_redirect(response, "/admin/login/"), (role, method, url)
             checked += 1
         if "/transition/" in pattern:
             continue  # the operator's side: test_unknown_fsm_transition_is_404
@@ -396,7 +428,7 @@ def test_the_admin_is_for_operators_only(world, session_clients, role_users):
             continue
         assert response.status_code not in (401, 403), url
         assert response.status_code < 500, (url, response.status_code)
-    assert checked > 200
+    assert checked > 200 * len(METHODS)
 
 
 def test_the_webhook_answers_to_the_signature_only(

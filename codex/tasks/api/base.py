@@ -41,7 +41,7 @@ class ApiSchema(AutoSchema):
             # Bad filters are 400; a missing object or a bad cursor is 404.
             statuses |= {400, 404}
         if self.method == "POST":
-            statuses |= {400, 415}
+            statuses |= {400, 413, 415}
             if "{" in self.path:
                 statuses.add(404)
             if getattr(getattr(view, "post", None), "idempotent", False):

@@ -4,6 +4,8 @@ Idempotency-Key in codex.core.idempotency."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.http import HttpResponse
 from django_fsm import TransitionNotAllowed
 from drf_spectacular.types import OpenApiTypes
@@ -15,10 +17,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from codex.accounts.permissions import (
+    HIDDEN,
     EscalationPermission,
     RepositoryPermission,
     TaskControlPermission,
     TaskPermission,
+    redact_events,
+    sees_escalations,
+    visible_tasks,
 )
 from codex.core.api import (
     Conflict,
@@ -64,10 +70,29 @@ def actor_of(request: Request) -> str:
     return f"api:{request.user.get_username()}"
 
 
-def get_task(task_id: str) -> Task:
+def get_task(request: Request, task_id: str) -> Task:
+    """The task `task_id` if the caller may see it (404 otherwise, as for one
+    that does not exist: an integrator cannot probe others' task ids)."""
     return generics.get_object_or_404(
-        Task.objects.select_related("repository"), task_id=task_id
+        visible_tasks(request.user, Task.objects.select_related("repository")),
+        task_id=task_id,
     )
+
+
+def without_escalation_content(request: Request, export: dict) -> dict:
+    """An export of a task as the caller may see it: for a role that may not
+    read escalations, their questions, answers and reasons are left out."""
+    if sees_escalations(request.user):
+        return export
+    if "escalations" in export:  # the task envelope
+        export["escalations"] = [
+            {key: entry[key] for key in ("timestamp", "phase", "resolved_at")}
+            for entry in export["escalations"]
+        ]
+    communication = export.get("communication") or {}
+    for entry in communication.get("escalations", []):  # the issue state
+        entry["reason"] = HIDDEN
+    return export
 
 
 def task_response(task: Task, code: int = status.HTTP_200_OK) -> Response:
@@ -105,7 +130,9 @@ class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
     repository_lookup = "repository__url"
 
     def get_queryset(self):
-        return Task.objects.select_related("repository")
+        return visible_tasks(
+            self.request.user, Task.objects.select_related("repository")
+        )
 
     @api_schema(
         request=TaskCreateSerializer,
@@ -124,6 +151,7 @@ class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
             **serializer.validated_data,
             created_by=CreatedBy.API,
             actor=actor_of(request),
+            requested_by=request.user,
         )
         return task_response(task, status.HTTP_201_CREATED)
 
@@ -132,7 +160,11 @@ class TaskDetail(ApiMixin, generics.RetrieveAPIView):
     serializer_class = TaskDetailSerializer
     permission_classes = [TaskPermission]
     lookup_field = "task_id"
-    queryset = Task.objects.select_related("repository")
+
+    def get_queryset(self):
+        return visible_tasks(
+            self.request.user, Task.objects.select_related("repository")
+        )
 
 
 class TaskControl(ApiMixin, APIView):
@@ -159,7 +191,7 @@ class TaskControl(ApiMixin, APIView):
     )
     @idempotent
     def post(self, request: Request, task_id: str) -> Response:
-        task = get_task(task_id)
+        task = get_task(request, task_id)
         serializer = ControlSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         by, reason = actor_of(request), serializer.validated_data["reason"]
@@ -194,7 +226,10 @@ class TaskEnvelope(ApiMixin, APIView):
     @api_schema(responses={(200, "application/yaml"): OpenApiTypes.OBJECT})
     def get(self, request: Request, task_id: str) -> HttpResponse:
         response = HttpResponse(
-            task_envelope_yaml(get_task(task_id)),
+            task_envelope_yaml(
+                get_task(request, task_id),
+                redact=partial(without_escalation_content, request),
+            ),
             content_type="application/yaml; charset=utf-8",
         )
         response["Content-Disposition"] = 'inline; filename="task-envelope.yml"'
@@ -208,7 +243,9 @@ class TaskIssueState(ApiMixin, APIView):
 
     @api_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, task_id: str) -> Response:
-        return Response(issue_state(get_task(task_id)))
+        return Response(
+            without_escalation_content(request, issue_state(get_task(request, task_id)))
+        )
 
 
 class TaskEvents(ApiMixin, FilteredListMixin, generics.ListAPIView):
@@ -220,7 +257,11 @@ class TaskEvents(ApiMixin, FilteredListMixin, generics.ListAPIView):
     choice_filters = {"kind": ("kind", EventKind.values)}
 
     def get_queryset(self):
-        return get_task(self.kwargs["task_id"]).events.all()
+        return get_task(self.request, self.kwargs["task_id"]).events.all()
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        return redact_events(self.request.user, page)
 
 
 class TaskArtifacts(ApiMixin, FilteredListMixin, generics.ListAPIView):
@@ -231,7 +272,7 @@ class TaskArtifacts(ApiMixin, FilteredListMixin, generics.ListAPIView):
     permission_classes = [TaskPermission]
 
     def get_queryset(self):
-        task = get_task(self.kwargs["task_id"])
+        task = get_task(self.request, self.kwargs["task_id"])
         queryset = task.artifacts.select_related("task")
         name = self.request.query_params.get("name")
         return queryset.filter(name=name) if name else queryset
@@ -255,7 +296,7 @@ class TaskReports(ApiMixin, APIView):
 
     @api_schema(responses={200: TaskReportsSerializer})
     def get(self, request: Request, task_id: str) -> Response:
-        task = get_task(task_id)
+        task = get_task(request, task_id)
         return Response(
             {
                 "verification": VerificationReportSerializer(

@@ -66,11 +66,13 @@ class TaskQuerySet(VersionedQuerySet):
         actor: str = "",
         idempotency_key: str | None = None,
         issue_number: int | None = None,
+        requested_by=None,
     ) -> tuple[Task, bool]:
         """Create a task (and enqueue its first step), or return the one created
         earlier with the same idempotency key. Returns (task, created).
 
         Raises IdempotencyMismatch when the key was used for another request.
+        `requested_by` is the user who asked (none for GitHub issues).
         """
         request = {
             "repository": repository.url,
@@ -96,6 +98,7 @@ class TaskQuerySet(VersionedQuerySet):
             idempotency_key=idempotency_key or None,
             request_fingerprint=fingerprint,
             issue_number=issue_number,
+            requested_by=requested_by,
         )
         # Only the request is validated here: protected state fields refuse
         # full_clean's re-assignment (see STACK.md).

@@ -6,6 +6,7 @@ import functools
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
@@ -104,6 +105,16 @@ class Task(StatusTransitions, PhaseTransitions, VersionedLeasedModel):
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     created_by = models.CharField(max_length=10, choices=CreatedBy.choices)
+    # The person or API client who asked for it: an integrator sees only the
+    # tasks it requested (codex.accounts.permissions.visible_tasks).
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="requested_tasks",
+    )
     repository = models.ForeignKey(
         "repositories.Repository", on_delete=models.PROTECT, related_name="tasks"
     )
