@@ -5,10 +5,6 @@ from django.urls import include, path
 
 from codex.core.views import bad_request, healthz, not_found, server_error
 
-admin.site.site_header = "Codex console"
-admin.site.site_title = "Codex"
-admin.site.index_title = "Operator console"
-
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

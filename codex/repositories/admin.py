@@ -7,6 +7,15 @@ from codex.repositories.models import (
     Repository,
 )
 
+# How to register each kind of repository, shown under the URL field.
+URL_HELP = (
+    "GitHub: https://github.com/owner/name. Local forge (no GitHub): "
+    "file:///absolute/path/name.git, the absolute path of a bare repository on "
+    "this machine (make one with: git init --bare /srv/git/name.git, then push "
+    "its default branch to it); Codex pushes its branches there and keeps the "
+    "pull requests itself."
+)
+
 
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
@@ -29,6 +38,11 @@ class RepositoryAdmin(admin.ModelAdmin):
         ),
         (None, {"fields": ["registered_on_first_use", "created_at"]}),
     ]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """The model form, with how to write each kind of repository URL."""
+        kwargs["help_texts"] = {"url": URL_HELP, **kwargs.get("help_texts", {})}
+        return super().get_form(request, obj, change, **kwargs)
 
 
 @admin.register(LocalPullRequest)

@@ -1,0 +1,190 @@
+"""What the operator console's index asks attention for: held and stuck tasks,
+failing notifications, configuration that weakens safety.
+
+Other code adds to it with `@attention_provider`: a function returning
+AttentionItems, asked on every visit of the console's index. A provider that
+fails becomes an item saying so; it never breaks the index.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class AttentionItem:
+    """One line of the Attention block: what, how serious, where to look."""
+
+    message: str
+    level: str = WARNING
+    url: str = ""
+
+
+Provider = Callable[[], Iterable[AttentionItem]]
+_providers: list[Provider] = []
+
+
+def attention_provider(provider: Provider) -> Provider:
+    """Register `provider` (usable as a decorator); registering twice is once."""
+    if provider not in _providers:
+        _providers.append(provider)
+    return provider
+
+
+def attention_items() -> list[AttentionItem]:
+    """Every provider's items, errors first."""
+    items: list[AttentionItem] = []
+    for provider in list(_providers):
+        try:
+            items.extend(provider())
+        except Exception:
+            logger.exception("attention provider %s failed", provider.__name__)
+            items.append(
+                AttentionItem(
+                    f"Could not check {provider.__name__.replace('_', ' ')} "
+                    "(the log has the error).",
+                    ERROR,
+                )
+            )
+    return sorted(items, key=lambda item: item.level != ERROR)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _task_list(**filters: str) -> str:
+    query = "&".join(f"{name}={value}" for name, value in filters.items())
+    return f"{reverse('admin:tasks_task_changelist')}?{query}"
+
+
+@attention_provider
+def held_tasks() -> list[AttentionItem]:
+    """Tasks blocked or waiting for a person."""
+    from codex.tasks.models import Status, Task
+
+    counts = _count_by_status(Task, [Status.BLOCKED, Status.ESCALATED])
+    items = []
+    if counts.get(Status.ESCALATED):
+        items.append(
+            AttentionItem(
+                f"{_plural(counts[Status.ESCALATED], 'task')} waiting for a person "
+                "(escalated).",
+                WARNING,
+                _task_list(status__exact=Status.ESCALATED),
+            )
+        )
+    if counts.get(Status.BLOCKED):
+        items.append(
+            AttentionItem(
+                f"{_plural(counts[Status.BLOCKED], 'task')} blocked.",
+                WARNING,
+                _task_list(status__exact=Status.BLOCKED),
+            )
+        )
+    return items
+
+
+def _count_by_status(model, statuses) -> dict[str, int]:
+    from django.db.models import Count
+
+    rows = (
+        model.objects.filter(status__in=statuses)
+        .order_by()
+        .values("status")
+        .annotate(n=Count("pk"))
+    )
+    return {row["status"]: row["n"] for row in rows}
+
+
+@attention_provider
+def stuck_tasks() -> list[AttentionItem]:
+    """Tasks the system owes work on that stayed too long in one phase."""
+    from codex.tasks.models import Task
+    from codex.tasks.recovery import RECOVERABLE_STATUSES, stuck_after
+
+    count = Task.objects.filter(
+        status__in=RECOVERABLE_STATUSES,
+        phase_entered_at__lt=timezone.now() - stuck_after(),
+    ).count()
+    if not count:
+        return []
+    return [
+        AttentionItem(
+            f"{_plural(count, 'task')} stuck: in one phase for more than "
+            f"{settings.CODEX_STUCK_AFTER_MINUTES} minutes; the recovery job "
+            "restarts them when their lease is free.",
+            ERROR,
+            reverse("admin:tasks_task_changelist") + "?o=-created_at",
+        )
+    ]
+
+
+@attention_provider
+def failing_notifications() -> list[AttentionItem]:
+    """Notifications that failed, or were left sending by a worker that died."""
+    from codex.notifications.models import Notification, NotificationStatus
+
+    counts = _count_by_status(Notification, [NotificationStatus.FAILED])
+    url = reverse("admin:notifications_notification_changelist")
+    items = []
+    if counts.get(NotificationStatus.FAILED):
+        items.append(
+            AttentionItem(
+                f"{_plural(counts[NotificationStatus.FAILED], 'notification')} "
+                "failed to send.",
+                ERROR,
+                f"{url}?status__exact={NotificationStatus.FAILED}",
+            )
+        )
+    stale = Notification.objects.filter(
+        status=NotificationStatus.SENDING,
+        # Past the job timeout the worker that claimed it is gone.
+        claimed_at__lt=timezone.now() - timedelta(seconds=settings.Q_TIMEOUT),
+    ).count()
+    if stale:
+        items.append(
+            AttentionItem(
+                f"{_plural(stale, 'notification')} left sending by a worker that "
+                "stopped: whether it went out is unknown; mark it failed or retry.",
+                WARNING,
+                f"{url}?status__exact={NotificationStatus.SENDING}",
+            )
+        )
+    return items
+
+
+@attention_provider
+def sandbox_and_keys() -> list[AttentionItem]:
+    """Configuration that weakens what protects the machine or the secrets."""
+    items = []
+    if getattr(settings, "CODEX_SANDBOX", "auto") == "none":
+        items.append(
+            AttentionItem(
+                "CODEX_SANDBOX is none: agents run commands without the command "
+                "jail, with the worker's own rights. Use it only on a throwaway "
+                "machine.",
+                ERROR,
+            )
+        )
+    production = not (settings.DEBUG or getattr(settings, "TESTING", False))
+    if production and not getattr(settings, "CODEX_FERNET_KEYS", None):
+        items.append(
+            AttentionItem(
+                "CODEX_FERNET_KEYS is not set: secrets cannot be saved or read.",
+                ERROR,
+            )
+        )
+    return items
