@@ -232,6 +232,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("CODEX_STATIC_ROOT", str(VAR_DIR / "static")))
+# Files served at the site's root (/favicon.ico) by WhiteNoise, without a view.
+WHITENOISE_ROOT = BASE_DIR / "codex" / "core" / "root_files"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
