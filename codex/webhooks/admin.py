@@ -8,7 +8,11 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from codex.webhooks.jobs import reprocess
-from codex.webhooks.models import GitHubInstallation, WebhookDelivery
+from codex.webhooks.models import GitHubInstallation, Outcome, WebhookDelivery
+
+# The admin page shows this much of a raw body (bodies go up to
+# CODEX_WEBHOOK_MAX_BYTES).
+RAW_BODY_SHOWN = 64 * 1024
 
 
 @admin.register(WebhookDelivery)
@@ -31,7 +35,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     date_hierarchy = "received_at"
     show_full_result_count = False
     actions = ["reprocess_deliveries"]
-    exclude = ["payload"]
+    exclude = ["payload", "body"]
     readonly_fields = [
         "delivery_id",
         "event",
@@ -46,6 +50,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         "error",
         "sender",
         "pretty_payload",
+        "raw_body",
     ]
 
     @admin.display(description="detail")
@@ -66,6 +71,19 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
             json.dumps(delivery.payload, indent=2, ensure_ascii=False),
         )
 
+    @admin.display(description="raw body (as signed)")
+    def raw_body(self, delivery: WebhookDelivery) -> str:
+        """The body as GitHub sent it (what an unprocessable delivery keeps),
+        as UTF-8 with undecodable bytes escaped, up to RAW_BODY_SHOWN bytes."""
+        raw = bytes(delivery.body or b"")
+        text = raw[:RAW_BODY_SHOWN].decode("utf-8", errors="backslashreplace")
+        more = len(raw) - RAW_BODY_SHOWN
+        return format_html(
+            "<pre style='max-height:40em;overflow:auto'>{}</pre>{}",
+            text,
+            f"({more} more bytes not shown)" if more > 0 else "",
+        )
+
     @admin.action(description="Re-process selected deliveries")
     def reprocess_deliveries(self, request, queryset) -> None:
         """Clear the processed state and enqueue processing again."""
@@ -73,6 +91,14 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         self.message_user(
             request, f"{count} deliver(y/ies) queued for processing.", messages.SUCCESS
         )
+        skipped = queryset.filter(outcome=Outcome.UNPROCESSABLE).count()
+        if skipped:
+            self.message_user(
+                request,
+                f"{skipped} unprocessable deliver(y/ies) left alone: their body "
+                "could not be read as a JSON object (see their error).",
+                messages.WARNING,
+            )
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -54,8 +54,11 @@ def process_delivery(delivery_pk: int) -> str:
 
 def reprocess(deliveries) -> int:
     """Process these deliveries again (the admin's action): their processed
-    state is cleared and a job enqueued for each. Returns how many."""
-    pks = list(deliveries.values_list("pk", flat=True))
+    state is cleared and a job enqueued for each. Unprocessable ones are left
+    as they are (they have no payload to act on). Returns how many."""
+    pks = list(
+        deliveries.exclude(outcome=Outcome.UNPROCESSABLE).values_list("pk", flat=True)
+    )
     WebhookDelivery.objects.filter(pk__in=pks).update(
         processed_at=None,
         processing_started_at=None,

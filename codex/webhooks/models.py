@@ -23,6 +23,9 @@ class Outcome(models.TextChoices):
     UNKNOWN_REPOSITORY = "unknown repository", "Unknown repository"
     DEFERRED = "deferred", "Deferred (task busy)"
     FAILED = "failed", "Failed"
+    # Signed, but its payload cannot be read or held in the JSON column (not
+    # a JSON object, or text the database refuses): kept as raw bytes only.
+    UNPROCESSABLE = "unprocessable", "Unprocessable (kept raw)"
 
 
 def scrub(value: Any) -> Any:
@@ -101,18 +104,25 @@ class WebhookDelivery(models.Model):
     """One GitHub webhook delivery (X-GitHub-Delivery), stored before it is acted
     on, so that the 10-second answer GitHub waits for never depends on the work.
 
-    `outcome` says what processing made of it; `detail` what was done (the task
-    created, the command applied), `error` why processing failed. A delivery is
-    processed at most once (`processed_at`); a deferred one (its task's lease was
-    busy) stays unprocessed and is picked up again by `process_deferred` or the
-    admin's re-process action. GitHub sends the same delivery id on redelivery,
-    so the unique id makes a redelivery a no-op.
+    `body` is the raw body exactly as signed (bytes: whatever GitHub sent can
+    be stored, and its signature checked again); `payload` is that body parsed,
+    with NUL characters replaced (PostgreSQL's jsonb cannot hold U+0000), or
+    {} for an unprocessable delivery, whose `error` says why it could not be
+    read. `outcome` says what processing made of it; `detail` what was done
+    (the task created, the command applied), `error` why processing failed. A
+    delivery is processed at most once (`processed_at`); a deferred one (its
+    task's lease was busy) stays unprocessed and is picked up again by
+    `process_deferred` or the admin's re-process action. GitHub sends the same
+    delivery id on redelivery, so the unique id makes a redelivery a no-op.
     """
 
     delivery_id = models.CharField(max_length=100, unique=True)
     event = models.CharField(max_length=60)
     action = models.CharField(max_length=60, blank=True)
     payload = models.JSONField(default=dict)
+    body = models.BinaryField(
+        default=b"", editable=False, help_text="The raw body, as signed."
+    )
     repository = models.ForeignKey(
         "repositories.Repository",
         on_delete=models.SET_NULL,

@@ -8,12 +8,19 @@ checks, each refusing before the next costs anything:
 2. Content-Length over CODEX_WEBHOOK_MAX_BYTES → 413, before reading; the bytes
    actually read are checked too (a lying or missing Content-Length);
 3. X-Hub-Signature-256 missing or wrong → 401, before the body is parsed;
-4. missing or malformed X-GitHub-Event / X-GitHub-Delivery, body not a JSON
-   object → 400;
+4. missing or malformed X-GitHub-Event / X-GitHub-Delivery → 400 (without a
+   delivery id there is nothing to store it under);
 5. a delivery id already stored (GitHub redelivers with the same id) → 200:
    found by the INSERT itself (unique delivery_id), not by a SELECT first;
-6. ping → 200; an event or action Codex does not act on → 202, stored as ignored;
-7. otherwise stored and `process_delivery` enqueued on commit → 202.
+6. a signed body that is not a JSON object, or whose JSON a JSON column cannot
+   hold (an unpaired surrogate such as \\ud800, or anything the database
+   refuses) → 202, stored raw as unprocessable with the reason, for an operator
+   to see in the console: GitHub does not redeliver, so it is never dropped;
+7. ping → 200; an event or action Codex does not act on → 202, stored as ignored;
+8. otherwise stored and `process_delivery` enqueued on commit → 202.
+
+The raw body is stored with every delivery (`WebhookDelivery.body`), the
+parsed payload beside it; NUL characters are replaced in the payload only.
 
 The ack is on GitHub's clock and under load, so it does only what the 202
 promises: one INSERT of the delivery (committed before the answer) and, for a
@@ -21,17 +28,19 @@ delivery that needs work, one job enqueued after that commit. Everything else
 (resolving the repository, validating what the payload says) is the worker's.
 
 No exception escapes as a 500: anything unexpected is answered 400 with a
-reason (GitHub does not retry failed deliveries; the operator sees the log).
+reason (the operator sees the log).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from typing import Any
 
 from django.conf import settings
+from django.db import DataError
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -47,7 +56,9 @@ PROCESS_JOB = "codex.webhooks.jobs.process_delivery"
 EVENT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 DELIVERY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 ACTION_MAX_LENGTH = 60
+ERROR_MAX_LENGTH = 2000
 NUL_ESCAPE = b"\\u0000"
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def error(
@@ -69,18 +80,45 @@ def _reject_constant(name: str) -> Any:
     raise BadPayload(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 parses as infinity, which jsonb refuses as it refuses Infinity.
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadPayload(f"{text} is beyond what JSON numbers can be stored as")
+    return value
+
+
 def parse_payload(body: bytes) -> dict[str, Any]:
     """The body as a JSON object, NUL characters scrubbed. Raises BadPayload."""
     try:
-        payload = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        payload = json.loads(
+            body.decode("utf-8"),
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadPayload(f"the body is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise BadPayload("the body must be a JSON object")
     # JSON can only spell U+0000 as the escape \u0000 (a raw control character
     # in a string is refused by the parser), so a body without it needs no walk
-    # over the whole payload.
+    # over the whole payload; the same holds for surrogate escapes.
+    if SURROGATE_ESCAPE.search(body) and not _encodable(payload):
+        raise BadPayload(
+            "the JSON holds an unpaired surrogate escape (such as \\ud800), "
+            "which is not text a JSON column can store"
+        )
     return scrub(payload) if NUL_ESCAPE in body else payload
+
+
+def _encodable(payload: dict[str, Any]) -> bool:
+    # A paired surrogate escape is one character once parsed; a lone one stays
+    # a surrogate, which no UTF-8 text (nor jsonb) can hold.
+    try:
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @csrf_exempt
@@ -140,7 +178,7 @@ def _receive(request: HttpRequest) -> JsonResponse:
     try:
         payload = parse_payload(body)
     except BadPayload as exc:
-        return error(400, "malformed_payload", str(exc))
+        return _keep_unprocessable(delivery_id, event, body, str(exc))
     action = payload.get("action")
     action = action[:ACTION_MAX_LENGTH] if isinstance(action, str) else ""
 
@@ -156,15 +194,32 @@ def _receive(request: HttpRequest) -> JsonResponse:
         )
     else:
         outcome, detail, processed, status = Outcome.PENDING, "", None, 202
-    delivery = WebhookDelivery.objects.receive(
-        delivery_id=delivery_id,
-        event=event,
-        action=action,
-        payload=payload,
-        outcome=outcome,
-        detail=detail,
-        processed_at=processed,
-    )
+    try:
+        delivery = WebhookDelivery.objects.receive(
+            delivery_id=delivery_id,
+            event=event,
+            action=action,
+            payload=payload,
+            body=body,
+            outcome=outcome,
+            detail=detail,
+            processed_at=processed,
+        )
+    except (DataError, ValueError) as exc:
+        # The database refused the payload (text jsonb cannot hold): keep the
+        # raw body, which bytea always can.
+        logger.warning("webhook payload refused by the database: %s", exc)
+        # The first line and PostgreSQL's DETAIL say why; the others quote
+        # the statement.
+        lines = str(exc).strip().splitlines()
+        reason = " ".join(lines[:1] + [x for x in lines[1:] if x.startswith("DETAIL")])
+        return _keep_unprocessable(
+            delivery_id,
+            event,
+            body,
+            f"the database refused the payload: {type(exc).__name__}: {reason}",
+            action=action,
+        )
     if delivery is None:  # GitHub redelivers with the same id
         return _redelivered(delivery_id)
     if outcome == Outcome.PENDING:
@@ -174,6 +229,35 @@ def _receive(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {"delivery": delivery_id, "event": event, "outcome": outcome},
         status=status,
+    )
+
+
+def _keep_unprocessable(
+    delivery_id: str, event: str, body: bytes, reason: str, action: str = ""
+) -> JsonResponse:
+    """Store a signed delivery whose payload cannot be read or stored: the raw
+    body only, processed (no job will ever act on it), the reason in `error`.
+    Answered 202 so that GitHub counts it delivered: it is kept, not lost."""
+    delivery = WebhookDelivery.objects.receive(
+        delivery_id=delivery_id,
+        event=event,
+        action=action,
+        payload={},
+        body=body,
+        outcome=Outcome.UNPROCESSABLE,
+        error=reason[:ERROR_MAX_LENGTH],
+        processed_at=timezone.now(),
+    )
+    if delivery is None:
+        return _redelivered(delivery_id)
+    return JsonResponse(
+        {
+            "delivery": delivery_id,
+            "event": event,
+            "outcome": Outcome.UNPROCESSABLE,
+            "detail": f"kept unprocessed: {reason}"[:ERROR_MAX_LENGTH],
+        },
+        status=202,
     )
 
 

@@ -19,11 +19,13 @@ event's handler, which returns a `Result` (outcome and detail):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from codex.repositories.intake import intake_repository_url
 from codex.repositories.models import Repository, normalize_repository_url
 from codex.webhooks.handlers.common import Context, Result
 from codex.webhooks.models import Outcome, WebhookDelivery
@@ -84,6 +86,9 @@ def find_repository(payload: dict) -> Repository | None:
     if canonical.startswith("http://"):
         # Some payloads (a transferred issue) say http://; Codex stores https.
         candidates.append("https://" + canonical.removeprefix("http://"))
+    with contextlib.suppress(ValidationError):
+        # Intake stores the owner in lowercase; GitHub's html_url keeps its case.
+        candidates.append(intake_repository_url(candidates[-1]))
     return Repository.objects.filter(url__in=candidates).first()
 
 
