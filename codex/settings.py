@@ -7,6 +7,7 @@ values at start-up. README.md has the table of variables.
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -135,6 +136,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_fsm",
     "django_q",
+    # Sign-in lockout: attempts in the database, unlocked in the console.
+    "axes",
     "codex.core",
     "codex.accounts",
     "codex.repositories",
@@ -161,6 +164,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A view that loses the database answers 503 with Retry-After, not 500.
     "codex.core.database.DatabaseUnavailableMiddleware",
+    # Last, as django-axes asks: answers a locked-out sign-in with its message.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "codex.urls"
@@ -578,6 +583,33 @@ CODEX_PHASE_RUNNER = env_str(
 )
 
 # --- Security ----------------------------------------------------------------
+# Sign-in throttling and lockout on /accounts/login/ and /admin/login/
+# (django-axes): failures are counted per (account, address) pair in the
+# database, so every gunicorn worker and machine sees the same count; a locked
+# pair is refused (429, saying why) until the cool-off ends or an operator
+# deletes its access attempts in the console (Axes > Access attempts).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("CODEX_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+_lockout_minutes = env_int("CODEX_LOGIN_LOCKOUT_MINUTES", 30, minimum=0)
+# 0: locked until an operator unlocks.
+AXES_COOLOFF_TIME = timedelta(minutes=_lockout_minutes) if _lockout_minutes else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Behind a reverse proxy the client's address is in X-Forwarded-For: trust as
+# many proxies as are in front of Codex (0: use REMOTE_ADDR).
+AXES_IPWARE_PROXY_COUNT = env_int("CODEX_PROXY_COUNT", 0, minimum=0) or None
+AXES_COOLOFF_MESSAGE = (
+    "Too many failed sign-ins for this account from your address: it is locked "
+    f"for {_lockout_minutes} minutes. An operator can unlock it sooner in the "
+    "console."
+)
+AXES_PERMALOCK_MESSAGE = (
+    "Too many failed sign-ins for this account from your address: it is locked "
+    "until an operator unlocks it in the console."
+)
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 X_FRAME_OPTIONS = "DENY"

@@ -80,6 +80,12 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "worker-queue",
         ("django_q.OrmQ", "django_q.Failure", "django_q.Success"),
     ),
+    (
+        # django-axes: delete a locked-out attempt to unlock that sign-in.
+        "Sign-in lockouts",
+        "sign-ins",
+        ("axes.AccessAttempt", "axes.AccessFailureLog", "axes.AccessLog"),
+    ),
 )
 OTHER = ("Other", "other")
 CONFIGURATION = (

@@ -124,6 +124,10 @@ ADMIN_MODELS = {
     "django_q/success": False,
     "django_q/failure": False,
     "django_q/ormq": False,
+    # django-axes: sign-in attempts (an operator deletes one to unlock it).
+    "axes/accessattempt": False,
+    "axes/accesslog": False,
+    "axes/accessfailurelog": False,
     "accounts/apitoken": False,
     "repositories/repository": False,
     "repositories/localpullrequest": False,
