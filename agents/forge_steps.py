@@ -26,7 +26,7 @@ from django.utils.dateparse import parse_datetime
 from agents.roles import Role, RoleContext, reviewer, role_for
 from codex.claims.models import IssueClaim
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import SideEffectUncertain, perform_once
+from codex.core.side_effects import SideEffectUncertain, perform_once, settle
 from codex.tasks.runners import PhaseResult
 from integrations.git import (
     commit_all,
@@ -192,11 +192,15 @@ def recheck_ci(
 def mark_ready(task: Task, forge: Forge, branch: str) -> None:
     """Verified: the draft pull request becomes ready for review."""
     pull = forge.find_pull_request(branch)
-    if pull is None or not pull["draft"]:
+    if pull is None:
         return
     number = pull["number"]
+    key = f"pr:ready:{task.repository.pk}:{branch}:{number}"
+    if not pull["draft"]:
+        settle(key, {"ready": number})  # an earlier attempt made it ready
+        return
     perform_once(
-        f"pr:ready:{task.repository.pk}:{branch}:{number}",
+        key,
         lambda: dict(forge.mark_ready(number)),
         lookup=lambda: (
             None if forge.get_pull_request(number)["draft"] else {"ready": number}
@@ -289,7 +293,14 @@ def release(
     if pull is None:
         return PhaseResult.failed(f"no pull request for {branch} to merge")
     number = pull["number"]
-    if pull["state"] != "merged":
+    if pull["state"] == "merged":
+        # An earlier attempt merged it (and died before recording that).
+        settle(
+            f"pr:merge:{repository.pk}:{number}:",
+            {"merged": number, "url": pull["url"]},
+            prefix=True,
+        )
+    else:
         gone = _source_issue_gone(task, forge)
         if gone is not None:
             return gone

@@ -12,6 +12,9 @@ a board move, a notification): it is *recorded before* and *looked up after*.
    request timed out), the outside system is asked first (`lookup`): "is there
    already a pull request for this branch?". Found: recorded as done, returned.
 4. Only then is the action performed, and its result stored as done.
+5. A caller that finds the effect already made before it gets to
+   `perform_once` (a re-run that sees the pull request merged) `settle`s the
+   record, so no record of a made effect stays `started`.
 
 Without a `lookup`, an unfinished earlier attempt is an unknown outcome, and
 `perform_once` raises SideEffectUncertain rather than risk doing it twice.
@@ -86,6 +89,26 @@ def perform_once(
     )
     result = action()
     return _finish(record, result, found_by_lookup=False)
+
+
+def settle(key: str, result: Result, *, prefix: bool = False) -> bool:
+    """Close an unfinished record of `key` as done, with `result`: the caller
+    found the effect already made without going through `perform_once` (a
+    re-run that sees the pull request merged skips the merge). Without this,
+    a worker that died after the effect took hold would leave its record
+    `started` for good. With `prefix`, every unfinished record whose key
+    starts with `key` (a merge's key names the head it merged). Returns
+    whether a record was closed; none is made for an effect never attempted.
+    """
+    match = {"key__startswith": key} if prefix else {"key": key}
+    return bool(
+        SideEffect.objects.filter(**match, status=SideEffectStatus.STARTED).update(
+            status=SideEffectStatus.DONE,
+            result=result,
+            done_at=timezone.now(),
+            found_by_lookup=True,
+        )
+    )
 
 
 def _finish(record: SideEffect, result: Result, *, found_by_lookup: bool) -> Result:
