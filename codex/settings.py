@@ -260,7 +260,29 @@ CACHES = {
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+    ),
+    # API throttle counts: shared by every web process and machine (a
+    # per-process count lets each gunicorn worker grant the whole rate). The
+    # database cache's table is made by migration core 0004. Tests count in
+    # memory (the schema is loaded before any test database exists) except
+    # those of the shared count (tests/api/test_throttling.py).
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "throttle",
+        }
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "throttle",
+        }
+        if TESTING
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "codex_throttle_cache",
+        }
+    ),
 }
 
 # --- REST API --------------------------------------------------------------
@@ -282,6 +304,8 @@ REST_FRAMEWORK = {
 
 CODEX_API_USER_RATE = env_str("CODEX_API_USER_RATE", "600/minute")
 CODEX_API_ANON_RATE = env_str("CODEX_API_ANON_RATE", "60/minute")
+# Requests with a wrong or revoked token, per address.
+CODEX_API_FAILED_AUTH_RATE = env_str("CODEX_API_FAILED_AUTH_RATE", "20/minute")
 CODEX_API_MAX_BODY_BYTES = env_int(
     "CODEX_API_MAX_BODY_BYTES", 1_000_000, minimum=10_000
 )

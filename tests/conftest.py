@@ -70,6 +70,14 @@ def _isolated_settings(settings, tmp_path):
     }
 
 
+@pytest.fixture(autouse=True)
+def _fresh_shared_throttle_counts():
+    """API throttle counts (CACHES["throttle"]) outlive a test's database."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+
+
 @pytest.fixture
 def scripted_runner(settings):
     """Install the scripted phase runner; returns it so tests queue results."""

@@ -10,6 +10,7 @@ from rest_framework import authentication, exceptions
 
 from codex.accounts.models import ApiToken
 from codex.accounts.permissions import ROLE_GROUPS, remember_roles
+from codex.core.throttles import FailedAuthThrottle
 
 # Writing last_used_at on every request would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -26,18 +27,25 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() not in self.keywords:
             return None
+        failures = FailedAuthThrottle()
+        if failures.exhausted(request):
+            # Too many refused tokens from this address: not even looked at.
+            raise exceptions.Throttled(failures.wait())
         if len(header) != 2:
+            failures.record_failure(request)
             raise exceptions.AuthenticationFailed(
                 "Invalid token header: expected 'Token <key>' (or 'Bearer <key>')."
             )
         try:
             key = header[1].decode()
         except UnicodeError:
+            failures.record_failure(request)
             raise exceptions.AuthenticationFailed(
                 "Invalid token header: the key is not text."
             ) from None
         token = ApiToken.objects.authenticate(key, role_groups=ROLE_GROUPS)
         if token is None or not token.user.is_active:
+            failures.record_failure(request)
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         remember_roles(token.user, token.user_role_groups)
         now = timezone.now()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
@@ -19,7 +18,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
@@ -193,33 +191,6 @@ def _not_text(field: serializers.Field, value: Any) -> str | None:
     if not all(isinstance(item, str) for item in items):
         return "Every item must be a string."
     return None
-
-
-# -- throttling -------------------------------------------------------------------
-#
-# DRF's throttles count in the default cache: Redis when REDIS_URL is set, so the
-# counts hold across every web process; locmem (per process) otherwise. The rates
-# are read per request so an operator (or a test) can change them in settings.
-
-DEFAULT_USER_RATE = "600/minute"
-DEFAULT_ANON_RATE = "60/minute"
-
-
-class ApiUserRateThrottle(UserRateThrottle):
-    """Per user (per IP when anonymous): CODEX_API_USER_RATE, default 600/minute."""
-
-    def get_rate(self) -> str | None:
-        return getattr(settings, "CODEX_API_USER_RATE", DEFAULT_USER_RATE)
-
-
-class ApiAnonRateThrottle(AnonRateThrottle):
-    """Per IP for anonymous callers: CODEX_API_ANON_RATE, default 60/minute."""
-
-    def get_rate(self) -> str | None:
-        return getattr(settings, "CODEX_API_ANON_RATE", DEFAULT_ANON_RATE)
-
-
-API_THROTTLES = [ApiAnonRateThrottle, ApiUserRateThrottle]
 
 
 # -- query-string filters ---------------------------------------------------------

@@ -15,12 +15,12 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 
 from codex.core.api import (
-    API_THROTTLES,
     ERROR_DESCRIPTIONS,
     IDEMPOTENCY_KEY_PARAMETER,
     ErrorSerializer,
     FilteredListMixin,
 )
+from codex.core.throttles import API_THROTTLES
 
 
 class ApiSchema(AutoSchema):
@@ -101,6 +101,19 @@ class ApiMixin:
     throttle_classes = API_THROTTLES
     schema = ApiSchema()
     conflicts: bool = False
+
+    def initial(self, request, *args, **kwargs) -> None:
+        """DRF's initial() with the throttles before the permissions, so that
+        requests refused for missing credentials count too (DRF checks the
+        permissions first: an unauthenticated flood was never throttled)."""
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        negotiated = self.perform_content_negotiation(request)
+        request.accepted_renderer, request.accepted_media_type = negotiated
+        version, scheme = self.determine_version(request, *args, **kwargs)
+        request.version, request.versioning_scheme = version, scheme
+        self.perform_authentication(request)
+        self.check_throttles(request)
+        self.check_permissions(request)
 
 
 def api_schema(**kwargs):

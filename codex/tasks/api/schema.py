@@ -10,7 +10,8 @@ from django.templatetags.static import static
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
-from codex.core.api import API_THROTTLES, OPENAPI_SETTINGS
+from codex.core.api import OPENAPI_SETTINGS
+from codex.core.throttles import API_THROTTLES
 from codex.tasks.api.base import ApiSchema, api_schema
 
 
