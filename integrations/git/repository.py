@@ -36,6 +36,7 @@ from codex.core.errors import (
     ClassifiedFailure,
     make_error,
 )
+from integrations.git.config_guard import scrub_local_config
 from integrations.git.locks import locked
 from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
 
@@ -142,6 +143,8 @@ def ensure_mirror(
             _remotes_checked.pop(mirror, None)
             _set_remote(mirror, remote_url)
             _remotes_checked[mirror] = remote_url
+        # Before any git that could act on it: no setting that runs a program.
+        scrub_local_config(mirror)
         # A push from a worktree updates its remote-tracking ref meanwhile,
         # outside this lock: a collision on that ref is retried at once.
         git(

@@ -97,6 +97,11 @@ HARDENED = (
     # status, and that git reads the nested repository's own config.
     "-c",
     "diff.ignoreSubmodules=all",
+    # A push over a local path starts the receiving git itself, without our
+    # settings (git drops them for the other side): the local forge's bare
+    # repository runs no hook either.
+    "-c",
+    "remote.origin.receivepack=git -c core.hooksPath=/dev/null receive-pack",
     "-c",
     "gpg.program=false",
     "-c",

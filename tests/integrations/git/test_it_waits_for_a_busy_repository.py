@@ -119,14 +119,25 @@ def test_a_folder_deleted_while_git_runs_in_it_is_wait_retry(tmp_path):
     hook.chmod(0o755)
     run_git(["add", "--all"], repo)
     with pytest.raises(ClassifiedFailure) as excinfo:
-        run_git(["commit", "--quiet", "-m", "x"], repo, IDENTITY)
+        # Codex runs no hook (runner.HARDENED); the test names its own.
+        run_git([*TEST_HOOKS(repo), "commit", "--quiet", "-m", "x"], repo, IDENTITY)
     assert excinfo.value.action == Action.WAIT_RETRY
     assert "is gone" in excinfo.value.message
 
 
+def TEST_HOOKS(repo: Path) -> list[str]:  # noqa: N802 - reads as a constant
+    """The hooks of the test's repository, which Codex's own commands never run:
+    a hook is how these tests hold git in the middle of its work."""
+    return ["-c", f"core.hooksPath={repo / '.git' / 'hooks'}"]
+
+
 def _commit_under_lock(guarded: Path, repo: Path) -> None:
     with locked(guarded):
-        run_git(["commit", "--quiet", "--allow-empty", "-m", "x"], repo, IDENTITY)
+        run_git(
+            [*TEST_HOOKS(repo), "commit", "--quiet", "--allow-empty", "-m", "x"],
+            repo,
+            IDENTITY,
+        )
 
 
 def _can_lock(guarded: Path) -> bool:

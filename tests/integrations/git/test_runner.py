@@ -4,6 +4,7 @@ environment, timeouts, and the classification of git's failures."""
 from __future__ import annotations
 
 import base64
+import os
 import socket
 import subprocess
 import threading
@@ -68,7 +69,13 @@ def test_credentials_go_only_through_the_environment(remote, spawned, monkeypatc
             "GIT_CONFIG_COUNT",
             "GIT_CONFIG_KEY_0",
             "GIT_CONFIG_VALUE_0",
+            # No machine-wide or user configuration is read (runner.HARDENED).
+            "GIT_CONFIG_NOSYSTEM",
+            "GIT_CONFIG_GLOBAL",
+            "GIT_ATTR_NOSYSTEM",
         }
+        assert env["GIT_CONFIG_GLOBAL"] == os.devnull
+        assert "core.hooksPath=/dev/null" in call["args"]
 
 
 def test_credentials_in_arguments_are_refused_before_git_starts(tmp_path, spawned):
