@@ -234,7 +234,8 @@ class BubblewrapBackend(Backend):
             args += ["--ro-bind", str(_identity_files() / "empty"), hidden]
         if spec.outputs is not None:
             args += ["--bind", str(spec.outputs), OUTPUT_DIR]
-        args += ["--chdir", cwd, "--", *argv]
+        # The jail's own root (where the mounts above hang) is read-only too.
+        args += ["--remount-ro", "/", "--chdir", cwd, "--", *argv]
         # The environment bubblewrap passes on is the command's, nothing else.
         return Launch(args, dict(spec.env), str(spec.worktree))
 
