@@ -35,13 +35,27 @@ $(STATIC_STAMP): $(VENV)/.installed-base $(STATIC_SOURCES)
 	$(PY) manage.py collectstatic --no-input --verbosity 0
 	touch $@
 
+# Agents' commands run in a jail (docs/jail.md): bubblewrap on one machine.
+JAIL_HINT := command -v bwrap >/dev/null 2>&1 || echo "NOTE: bubblewrap is not \
+installed, so agents cannot run commands (their tasks escalate saying so). \
+Install it: sudo apt-get install bubblewrap (or set CODEX_SANDBOX=docker)."
+
 run: $(VENV)/.installed-base $(STATIC_STAMP)
+	@$(JAIL_HINT)
 	$(PY) manage.py codex_run --prepare --addrport $(HOST):$(PORT)
 
 ## demo: a scripted walk through all six phases on a sample repository of the
-## local forge (var/demo/; pre-recorded model answers, no key needed). The dev
-## requirements bring pytest, which the QA phase runs in the sample project.
-demo: $(VENV)/.installed-base $(VENV)/.installed-dev
+## local forge (var/demo/; pre-recorded model answers, no key needed). QA runs
+## the sample project's pytest in the jail, from a toolchain of its own
+## (var/toolchains/pytest, bound read-only into the jail), not Codex's venv.
+DEMO_TOOLCHAIN := $(VAR)/toolchains/pytest
+
+$(DEMO_TOOLCHAIN)/bin/pytest:
+	$(PYTHON) -m venv $(DEMO_TOOLCHAIN)
+	$(DEMO_TOOLCHAIN)/bin/pip install --quiet pytest==9.2.0
+
+demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
+	@$(JAIL_HINT)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo
 

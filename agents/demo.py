@@ -39,6 +39,8 @@ from unittest import mock
 
 from django.test.utils import override_settings
 
+from integrations.jail import SYSTEM_PATH
+
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
     from codex.tasks.models import Task
@@ -223,6 +225,7 @@ def demo_settings(root: Path, stub_url: str) -> dict[str, Any]:
     """What the demo overrides, in this process only."""
     from django.conf import settings
 
+    toolchain = demo_toolchain()
     return {
         "CODEX_PHASE_RUNNER": "agents.phase_runner.AgentPhaseRunner",
         "ANTHROPIC_BASE_URL": stub_url,
@@ -236,9 +239,36 @@ def demo_settings(root: Path, stub_url: str) -> dict[str, Any]:
         "CODEX_RELEASE_REQUIRES_APPROVAL": False,
         "CODEX_TEST_COMMAND": "python -B -m pytest -q -p no:cacheprovider",
         "CODEX_TEST_COMMANDS": {},
-        # The QA phase's pytest: this venv's python (with pytest) comes first.
-        "CODEX_SANDBOX_PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.defpath}",
+        # The QA phase's pytest, from a toolchain bound read-only into the jail.
+        "CODEX_SANDBOX_PATH": f"{toolchain / 'bin'}:{SYSTEM_PATH}",
+        "CODEX_SANDBOX_READONLY_PATHS": toolchain_paths(toolchain),
+        "CODEX_SANDBOX_ENV": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     }
+
+
+def demo_toolchain() -> Path:
+    """The Python environment with pytest the sample project is tested with:
+    `make demo`'s own (var/toolchains/pytest), else the one running this."""
+    from django.conf import settings
+
+    made = Path(settings.BASE_DIR) / "var" / "toolchains" / "pytest"
+    if (made / "bin" / "pytest").exists():
+        return made
+    return Path(sys.prefix)
+
+
+def toolchain_paths(venv: Path) -> list[str]:
+    """The folders a virtual environment needs inside the jail: itself and
+    the Python installation it was made from (pyvenv.cfg's `home`)."""
+    paths = {str(venv.absolute())}
+    config = venv / "pyvenv.cfg"
+    if config.exists():
+        for line in config.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                home = Path(value.strip())
+                paths.add(str(home.parent if home.name == "bin" else home))
+    return sorted(paths)
 
 
 @contextmanager
@@ -286,6 +316,7 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
         shutil.rmtree(root / scratch, ignore_errors=True)
     repository = register(bare)
     out(f"Sample repository: {repository.url} (local forge, main = calc.py + test)")
+    out(jail_line())
 
     with ModelStub(script()) as stub:
         out(f"Scripted Messages API on {stub.url}")
@@ -313,6 +344,25 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
     )
     report(result, out)
     return result
+
+
+def jail_line() -> str:
+    """Where the agents' and QA's commands run, or why they cannot."""
+    from integrations.jail import JailUnavailable, configured_backend
+
+    try:
+        backend = configured_backend()
+    except JailUnavailable as exc:
+        return (
+            f"Command jail: UNAVAILABLE ({exc.reason}); the task will escalate. "
+            f"Fix: {exc.fix}"
+        )
+    if not backend.jailed:
+        return "Command jail: NONE (CODEX_SANDBOX=none): commands run unjailed"
+    return (
+        f"Command jail: {backend.name} (no network, no secrets, only the "
+        "worktree writable)"
+    )
 
 
 def report(result: DemoResult, out: Callable[[str], None]) -> None:

@@ -36,6 +36,7 @@ from integrations.jail.process import CommandResult, supervise
 __all__ = [
     "BACKENDS",
     "OUTPUT_DIR",
+    "SYSTEM_PATH",
     "WORKSPACE",
     "CommandResult",
     "Jail",
