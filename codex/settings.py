@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 from cryptography.fernet import Fernet
+from csp.constants import NONE as CSP_NONE
+from csp.constants import SELF as CSP_SELF
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
@@ -138,6 +140,7 @@ INSTALLED_APPS = [
     "django_q",
     # Sign-in lockout: attempts in the database, unlocked in the console.
     "axes",
+    "csp",
     "codex.core",
     "codex.accounts",
     "codex.repositories",
@@ -153,6 +156,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # A NUL in a path or query string is a 400 here, not a 500 in PostgreSQL.
     "codex.core.middleware.RefuseNulMiddleware",
@@ -612,6 +617,25 @@ CODEX_PHASE_RUNNER = env_str(
 # database, so every gunicorn worker and machine sees the same count; a locked
 # pair is refused (429, saying why) until the cool-off ends or an operator
 # deletes its access attempts in the console (Axes > Access attempts).
+# Content-Security-Policy (django-csp 4): scripts, styles, fonts and images
+# from Codex's own origin only (the Swagger UI and the admin are served
+# locally; the team pages keep their scripts in static files), nothing may
+# frame a page, forms post only to Codex. /api/docs/ adds inline styles, which
+# Swagger UI sets itself (codex/tasks/api/schema.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [CSP_SELF],
+        "script-src": [CSP_SELF],
+        "style-src": [CSP_SELF],
+        "img-src": [CSP_SELF, "data:"],
+        "font-src": [CSP_SELF],
+        "connect-src": [CSP_SELF],
+        "object-src": [CSP_NONE],
+        "base-uri": [CSP_SELF],
+        "form-action": [CSP_SELF],
+        "frame-ancestors": [CSP_NONE],
+    }
+}
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",

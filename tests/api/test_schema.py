@@ -83,7 +83,13 @@ def test_docs_serve_swagger_ui_from_local_static_files(client):
         "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
     )
     assert "cdn" not in html.lower()
-    assert "/api/schema/" in html
+    # The start-up script is a file of its own (no inline script for the CSP).
+    assert "<script>" not in html
+    assert 'src="/api/docs/?script=' in html
+    script = client.get("/api/docs/", {"script": ""})
+    assert script["Content-Type"].startswith("application/javascript")
+    assert "/api/schema/" in script.content.decode()
+    assert "cdn" not in script.content.decode().lower()
 
 
 def test_settings_agree_with_the_schema_view():
