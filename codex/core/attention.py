@@ -169,16 +169,13 @@ def failing_notifications() -> list[AttentionItem]:
 @attention_provider
 def sandbox_and_keys() -> list[AttentionItem]:
     """Configuration that weakens what protects the machine or the secrets."""
+    from integrations.jail import unjailed_warning
+
     items = []
-    if getattr(settings, "CODEX_SANDBOX", "auto") == "none":
-        items.append(
-            AttentionItem(
-                "CODEX_SANDBOX is none: agents run commands without the command "
-                "jail, with the worker's own rights. Use it only on a throwaway "
-                "machine.",
-                ERROR,
-            )
-        )
+    # Unjailed by choice (none), or no jail usable here (tasks escalate).
+    warning = unjailed_warning()
+    if warning:
+        items.append(AttentionItem(warning, ERROR))
     production = not (settings.DEBUG or getattr(settings, "TESTING", False))
     if production and not getattr(settings, "CODEX_FERNET_KEYS", None):
         items.append(

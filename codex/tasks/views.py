@@ -53,6 +53,7 @@ from codex.tasks.models import (
 from codex.tasks.page_actions import may_answer, page_actions
 from codex.tasks.reports_view import review_view, verification_view
 from codex.tasks.safe_markdown import render_markdown
+from integrations.jail import unjailed_warning
 
 INBOX_PAGE_SIZE = 20
 # The page shows the latest events; older ones are in the console.
@@ -491,4 +492,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             for task in board.recent_tasks
             if task.requested_by_id == request.user.pk
         ]
-    return render(request, "codex/dashboard.html", {"board": board})
+    return render(
+        request,
+        "codex/dashboard.html",
+        {"board": board, "jail_warning": unjailed_warning()},
+    )
