@@ -291,6 +291,10 @@ CACHES = {
 }
 
 # --- REST API --------------------------------------------------------------
+# Reverse proxies in front of Codex: X-Forwarded-For is trusted that many hops
+# deep for the client's address (throttles, sign-in lockout); 0 trusts none,
+# so a client cannot pick its own address with the header.
+CODEX_PROXY_COUNT = env_int("CODEX_PROXY_COUNT", 0, minimum=0)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "codex.accounts.authentication.HashedTokenAuthentication",
@@ -303,6 +307,7 @@ REST_FRAMEWORK = {
     # Writes are JSON only (415 otherwise), bounded and storable (parsers.py).
     "DEFAULT_PARSER_CLASSES": ["codex.core.parsers.StrictJSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "NUM_PROXIES": CODEX_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "codex.tasks.api.base.ApiSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -646,9 +651,8 @@ _lockout_minutes = env_int("CODEX_LOGIN_LOCKOUT_MINUTES", 30, minimum=0)
 AXES_COOLOFF_TIME = timedelta(minutes=_lockout_minutes) if _lockout_minutes else None
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-# Behind a reverse proxy the client's address is in X-Forwarded-For: trust as
-# many proxies as are in front of Codex (0: use REMOTE_ADDR).
-AXES_IPWARE_PROXY_COUNT = env_int("CODEX_PROXY_COUNT", 0, minimum=0) or None
+# The client's address as the API throttles see it (CODEX_PROXY_COUNT).
+AXES_CLIENT_IP_CALLABLE = "codex.core.throttles.client_address"
 AXES_COOLOFF_MESSAGE = (
     "Too many failed sign-ins for this account from your address: it is locked "
     f"for {_lockout_minutes} minutes. An operator can unlock it sooner in the "

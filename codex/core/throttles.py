@@ -32,12 +32,29 @@ DEFAULT_FAILED_AUTH_RATE = "20/minute"
 THROTTLE_CACHE = "throttle"
 
 
+def client_address(request) -> str | None:
+    """The caller's address: REMOTE_ADDR, or with CODEX_PROXY_COUNT proxies in
+    front the address the outermost trusted one saw (X-Forwarded-For read from
+    the right, as DRF's NUM_PROXIES does). The sign-in lockout uses it too."""
+    remote = request.META.get("REMOTE_ADDR")
+    proxies = getattr(settings, "CODEX_PROXY_COUNT", 0)
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
+    if not proxies or not forwarded:
+        return remote
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    return hops[-min(proxies, len(hops))] if hops else remote
+
+
 class SharedCacheMixin:
-    """Count in CACHES["throttle"] (DRF's default is the default cache)."""
+    """Count in CACHES["throttle"] (DRF's default is the default cache), by
+    `client_address`."""
 
     @property
     def cache(self):
         return caches[THROTTLE_CACHE]
+
+    def get_ident(self, request) -> str:
+        return client_address(request) or ""
 
 
 class ApiUserRateThrottle(SharedCacheMixin, UserRateThrottle):

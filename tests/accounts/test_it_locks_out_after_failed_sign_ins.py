@@ -85,3 +85,42 @@ def test_a_successful_sign_in_resets_the_count():
     for _ in range(2):
         sign_in(Client(), "/accounts/login/", "dana", "wrong")
     assert sign_in(Client(), "/accounts/login/", "dana", PASSWORD).status_code == 302
+
+
+def test_a_forged_forwarded_for_header_does_not_escape_the_lock():
+    make_user("dana")
+    client = Client()
+    for n in range(3):
+        client.post(
+            "/accounts/login/",
+            {"username": "dana", "password": "wrong"},
+            REMOTE_ADDR="203.0.113.7",
+            HTTP_X_FORWARDED_FOR=f"10.0.0.{n}",
+        )
+    response = client.post(
+        "/accounts/login/",
+        {"username": "dana", "password": PASSWORD},
+        REMOTE_ADDR="203.0.113.7",
+        HTTP_X_FORWARDED_FOR="10.0.0.99",
+    )
+    assert response.status_code == 429
+
+
+def test_behind_a_proxy_the_forwarded_address_is_locked(settings):
+    settings.CODEX_PROXY_COUNT = 1
+    make_user("dana")
+    for _ in range(3):
+        Client().post(
+            "/accounts/login/",
+            {"username": "dana", "password": "wrong"},
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR="203.0.113.7",
+        )
+    assert AccessAttempt.objects.get(username="dana").ip_address == "203.0.113.7"
+    other_client = Client().post(
+        "/accounts/login/",
+        {"username": "dana", "password": PASSWORD},
+        REMOTE_ADDR="10.0.0.1",
+        HTTP_X_FORWARDED_FOR="198.51.100.4",
+    )
+    assert other_client.status_code == 302

@@ -113,3 +113,12 @@ def test_two_processes_sharing_the_cache_count_together(
         assert api_client.get("/api/tasks/").status_code == 200
     assert_error_shape(api_client.get("/api/tasks/"), 429, "throttled")
     assert two.calls >= 5  # both connections were used
+
+
+def test_a_forged_forwarded_for_header_does_not_reset_the_count(settings):
+    settings.CODEX_API_ANON_RATE = "2/minute"
+    client = APIClient(REMOTE_ADDR="203.0.113.5")
+    for n in range(2):
+        client.get("/api/tasks/", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}")
+    response = client.get("/api/tasks/", HTTP_X_FORWARDED_FOR="10.0.0.99")
+    assert_error_shape(response, 429, "throttled")
