@@ -36,6 +36,10 @@ class RepositoryAdmin(admin.ModelAdmin):
             "Verification commands (run by QA in the task's worktree)",
             {"fields": ["test_command", "lint_command", "type_check_command"]},
         ),
+        (
+            "Command jail (docs/jail.md)",
+            {"fields": ["setup_command", "command_allow_list", "sandbox_image"]},
+        ),
         (None, {"fields": ["registered_on_first_use", "created_at"]}),
     ]
 
