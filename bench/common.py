@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from cryptography.fernet import Fernet
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DB = os.environ.get("CODEX_BENCH_DB", "codex_bench")
 PG = os.environ.get("CODEX_BENCH_PG", "postgres://postgres@127.0.0.1:5432")
@@ -31,6 +33,9 @@ def bench_env() -> dict[str, str]:
         SECRET_KEY=SECRET_KEY,
         CODEX_API_USER_RATE="100000000/second",
         CODEX_API_ANON_RATE="100000000/second",
+        # Production settings want their keys: throwaway ones for the run.
+        CODEX_FERNET_KEYS=Fernet.generate_key().decode(),
+        ALLOWED_HOSTS="127.0.0.1,localhost",
         CODEX_VAR_DIR=str(ROOT / "var" / "bench"),
         CODEX_STATIC_ROOT=str(ROOT / "var" / "bench" / "static"),
         DJANGO_SETTINGS_MODULE="codex.settings",

@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "intake",
         "lists",
         "agent_context",
+        "jail",
         "webhook",
         "pipeline",
     ]
