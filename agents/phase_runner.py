@@ -35,13 +35,13 @@ escalates without starting another; a run starts with what the task has left.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from agents import feedback as feedback_loop
 from agents import forge_steps
 from agents.budgets import Budget, TaskBudget
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
@@ -80,7 +80,7 @@ DOCUMENTS = {
     "planning": ("spec.md",),
     "implementation": ("spec.md", "plan.md", "tasks.md", "analysis.json"),
     "verification": ("spec.md", "tasks.md"),
-    "review": ("spec.md", "plan.md"),
+    "review": ("spec.md", "plan.md", feedback_loop.RESPONSES_DOCUMENT),
     "release": ("spec.md",),
 }
 
@@ -116,22 +116,6 @@ def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:
     for name, content in newest_first.values_list("name", "content"):
         documents.setdefault(name, content)
     return {name: documents[name] for name in names if name in documents}
-
-
-def latest_feedback(task: Task) -> str:
-    """The newest feedback of either loop, as text for the developer."""
-    entries = [
-        (entry.get("at", ""), loop, entry)
-        for loop, items in (task.feedback_history or {}).items()
-        for entry in items
-    ]
-    if not entries:
-        return ""
-    _, loop, entry = max(entries, key=lambda item: item[0])
-    return (
-        f"The {loop} of cycle {entry.get('cycle')} requested changes:\n"
-        + json.dumps(entry.get("feedback") or {}, indent=2, default=str)
-    )
 
 
 class AgentPhaseRunner:
@@ -191,7 +175,7 @@ class AgentPhaseRunner:
             return PhaseResult.escalate(
                 f"agents' commands cannot run: {exc.reason}. Fix: {exc.fix}"
             )
-        not_ready = ensure_setup(jail, repository.setup_command)
+        not_ready = ensure_setup(jail, repository.setup_command, repository.setup_hosts)
         if not_ready:
             return PhaseResult.escalate(not_ready)
         sandbox = Sandbox(
@@ -208,25 +192,33 @@ class AgentPhaseRunner:
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
         documents = latest_documents(task, DOCUMENTS[role.phase])
+        schema = role.schema
         if role.phase == "implementation":
+            feedback = feedback_loop.latest(task)
+            if feedback is not None:
+                context.extra["feedback"] = feedback
             extra = self._committed_tasks(task, worktree, context, documents)
+            if feedback is not None:
+                # The findings come first; the developer answers each by id.
+                extra = f"{feedback_loop.feedback_prompt(feedback)}\n\n{extra}"
+                schema = feedback_loop.responses_schema(schema, feedback.ids)
+        instructions = role.instructions
+        if "feedback" in context.extra:
+            instructions = developer.FEEDBACK_INSTRUCTIONS
         prompt = task_prompt(
             task,
             documents=documents,
-            instructions=f"{extra}\n\n{role.instructions}".strip(),
+            instructions=f"{extra}\n\n{instructions}".strip(),
         )
-        feedback = latest_feedback(task) if role.phase == "implementation" else ""
         learnings = [
             f"({learning.type}) {learning.content}"
             for learning in Learning.objects.for_prompt(repository)
         ]
         outcome = run_agent(
             client,
-            system=system_blocks(
-                role.system_prompt, learnings=learnings, feedback=feedback
-            ),
+            system=system_blocks(role.system_prompt, learnings=learnings),
             prompt=prompt,
-            result_schema=role.schema,
+            result_schema=schema,
             tools=[
                 *sandbox.tools(),
                 *domain_tools(context),
@@ -317,7 +309,9 @@ class AgentPhaseRunner:
         )
         context.extra["task_items"] = items
         context.extra["committed_steps"] = committed
-        return developer.progress_note(items, committed)
+        return developer.progress_note(
+            items, committed, feedback="feedback" in context.extra
+        )
 
     @staticmethod
     def _role_tools(

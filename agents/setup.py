@@ -16,18 +16,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from integrations.git import run_git
 from integrations.jail import Jail, Limits
+from integrations.jail.egress import EgressProxy, proxy_environment, wrapped_command
 
 MARKER = "codex-setup"
 SHOWN_OUTPUT = 4000
 
 
-def ensure_setup(jail: Jail, command: str) -> str:
+def ensure_setup(
+    jail: Jail, command: str, hosts: list[str] | None = None, **proxy: Any
+) -> str:
     """Run `command` in `jail` unless it already succeeded in this worktree.
+
+    `hosts`: the only hosts it may reach (HTTPS through egress.EgressProxy);
+    none: no network at all. `proxy`: the proxy's test seams.
 
     Returns "" when the worktree is ready, else why it is not (for a person:
     the command failed, or timed out, with the end of its output).
@@ -37,7 +44,8 @@ def ensure_setup(jail: Jail, command: str) -> str:
         return ""
     worktree = jail.worktree
     marker = _git_path(worktree, "--absolute-git-dir") / MARKER
-    digest = hashlib.sha256(command.encode()).hexdigest()
+    key = f"{command}\n{' '.join(sorted(hosts or []))}"
+    digest = hashlib.sha256(key.encode()).hexdigest()
     if marker.is_file() and marker.read_text().strip() == digest:
         return ""
     before = _untracked(worktree)
@@ -53,8 +61,19 @@ def ensure_setup(jail: Jail, command: str) -> str:
             output_chars=SHOWN_OUTPUT,
         ),
     )
-    result = longer.run(["bash", "-c", command])
+    if hosts:
+        with EgressProxy(hosts, **proxy) as egress:
+            result = longer.run(
+                wrapped_command(command),
+                egress=egress.folder,
+                env=proxy_environment(),
+            )
+            refused = list(egress.refused)
+    else:
+        result, refused = longer.run(["bash", "-c", command]), []
     if not result.ok:
+        if refused:
+            result.output += "\n[refused by the allow-list: " + "; ".join(refused) + "]"
         ended = result.note or f"exit code {result.exit_code}"
         return (
             f"the repository's setup command failed ({ended}): {command!r}. "

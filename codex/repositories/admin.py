@@ -38,7 +38,14 @@ class RepositoryAdmin(admin.ModelAdmin):
         ),
         (
             "Command jail (docs/jail.md)",
-            {"fields": ["setup_command", "command_allow_list", "sandbox_image"]},
+            {
+                "fields": [
+                    "setup_command",
+                    "setup_network_hosts",
+                    "command_allow_list",
+                    "sandbox_image",
+                ]
+            },
         ),
         (None, {"fields": ["registered_on_first_use", "created_at"]}),
     ]

@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from integrations.jail.egress import allowed_host_list
+
 
 class Forge(models.TextChoices):
     """Where a repository's remote and pull requests live."""
@@ -114,6 +116,14 @@ def validate_setup_command(value: str) -> None:
         raise ValidationError("A setup command cannot contain control characters.")
 
 
+def validate_network_hosts(value: str) -> None:
+    """Host names only: no addresses, ports, schemes or wildcards."""
+    try:
+        allowed_host_list(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -170,6 +180,15 @@ class Repository(models.Model):
         "-e .[test], or npm ci). No network: use what the toolchains and the "
         "worktree hold. What it creates is kept out of commits.",
     )
+    setup_network_hosts = models.CharField(
+        max_length=COMMAND_MAX_LENGTH,
+        blank=True,
+        validators=[validate_network_hosts],
+        help_text="Blank: the setup command has no network. Otherwise the host "
+        "names it may reach over HTTPS, space-separated (e.g. pypi.org "
+        "files.pythonhosted.org registry.npmjs.org). Agents' commands never "
+        "have a network.",
+    )
     sandbox_image = models.CharField(
         max_length=200,
         blank=True,
@@ -206,6 +225,14 @@ class Repository(models.Model):
     def local_path(self) -> str:
         """The bare repository's folder (local forge only)."""
         return self.url.removeprefix("file://")
+
+    @property
+    def setup_hosts(self) -> list[str]:
+        """The hosts the setup command may reach (none: no network)."""
+        try:
+            return allowed_host_list(self.setup_network_hosts)
+        except ValueError:
+            return []  # refused by the form; a raw bad value opens nothing
 
     @property
     def allowed_commands(self) -> list[str] | None:

@@ -184,13 +184,19 @@ class Jail:
             return str(PurePosixPath(OUTPUT_DIR) / name)
         return str(outputs / name)
 
-    def _spec(self, outputs: Path | None) -> JailSpec:
+    def _spec(
+        self,
+        outputs: Path | None,
+        egress: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> JailSpec:
         return JailSpec(
             worktree=self.worktree,
-            env=self.environment(),
+            env={**self.environment(), **(env or {})},
             readonly=tuple(self.readonly),
             outputs=outputs,
             image=self.image,
+            egress=egress,
         )
 
     def run(
@@ -200,14 +206,17 @@ class Jail:
         cwd: str = ".",
         timeout: float | None = None,
         outputs: Path | None = None,
+        egress: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         """Run `argv` in the jail, in `cwd` (relative to the worktree).
 
         `outputs`: a host folder the command sees writable at OUTPUT_DIR.
+        `egress`, `env`: the setup step's proxy folder and its variables.
         """
         limits = self.limits.with_wall(timeout)
         inside = str(PurePosixPath(WORKSPACE) / cwd) if cwd != "." else WORKSPACE
-        spec = self._spec(outputs)
+        spec = self._spec(outputs, egress, env)
         launch = self.backend.command(spec, argv, inside, limits)
         with tempfile.TemporaryDirectory(prefix="codex-home-") as home:
             if not self.backend.jailed:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 WORKSPACE = "/workspace"
 OUTPUT_DIR = "/codex/out"
+EGRESS_DIR = "/codex/egress"
 JAIL_USER = "codex"
 JAIL_UID = 1000
 JAIL_HOME = f"/home/{JAIL_USER}"
@@ -74,6 +75,8 @@ class JailSpec:
     read-only at the same path. `outputs`: a host folder bound writable at
     OUTPUT_DIR for files Codex reads back (JUnit XML). `env`: the command's
     whole environment. `image`: the container image (container backends).
+    `egress`: the folder of the setup step's proxy socket, bound at
+    egress.SOCKET_DIR (the only way out, and only for setup).
     """
 
     worktree: Path
@@ -81,6 +84,8 @@ class JailSpec:
     readonly: tuple[Path, ...] = ()
     outputs: Path | None = None
     image: str = ""
+    # The setup step's proxy socket folder (egress.EgressProxy), else None.
+    egress: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,8 @@ class BubblewrapBackend(Backend):
             args += ["--ro-bind", str(_identity_files() / "empty"), hidden]
         if spec.outputs is not None:
             args += ["--bind", str(spec.outputs), OUTPUT_DIR]
+        if spec.egress is not None:
+            args += ["--ro-bind", str(spec.egress), EGRESS_DIR]
         # The jail's own root (where the mounts above hang) is read-only too.
         args += ["--remount-ro", "/", "--chdir", cwd, "--", *argv]
         # The environment bubblewrap passes on is the command's, nothing else.
@@ -316,6 +323,8 @@ class ContainerBackend(Backend):
             args += ["--volume", f"{folder}:{folder}:ro"]
         if spec.outputs is not None:
             args += ["--volume", f"{spec.outputs}:{OUTPUT_DIR}"]
+        if spec.egress is not None:
+            args += ["--volume", f"{spec.egress}:{EGRESS_DIR}:ro"]
         for key, value in sorted(spec.env.items()):
             args += ["--env", f"{key}={value}"]
         args += ["--workdir", cwd, "--label", f"codex.jail={handle}"]
