@@ -124,6 +124,15 @@ def validate_network_hosts(value: str) -> None:
         raise ValidationError(str(exc)) from None
 
 
+class MergeGate(models.TextChoices):
+    """Who merges a repository's pull requests once review approves and the
+    checks pass (docs/gates.md)."""
+
+    AUTO = "auto", "Codex merges (no person needed)"
+    APPROVAL = "approval", "A person with write access approves, then Codex merges"
+    MANUAL = "manual", "A person merges; Codex notices and completes the task"
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -200,6 +209,22 @@ class Repository(models.Model):
         blank=True,
         help_text="Blank: agents get a real shell (bash) in the jail. Otherwise "
         "space-separated program names: agents run only these, without a shell.",
+    )
+
+    # What people decide before Codex goes on (docs/gates.md).
+    merge_gate = models.CharField(
+        max_length=10,
+        choices=MergeGate.choices,
+        default=MergeGate.AUTO,
+        help_text="auto: Codex merges; approval: a person with write access "
+        "other than the requester approves first (on GitHub, or on the task "
+        "page for the local forge); manual: a person merges.",
+    )
+    plan_approval = models.BooleanField(
+        default=False,
+        help_text="On: every task waits after planning until a person approves "
+        "its spec, plan and tasks (a request can also ask for it: the codex:plan "
+        "label, the API's plan_approval field or the form's checkbox).",
     )
 
     objects = RepositoryQuerySet.as_manager()
