@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.feedback import RESPONSES_DOCUMENT, responses_document
 from agents.roles.base import COMMON_RULES, Role, RoleContext
 from agents.tools import Tool, ToolError, _schema
 from codex.tasks.runners import PhaseResult
@@ -59,6 +60,12 @@ INSTRUCTIONS = (
     "each with commit_task when it is done, then submit."
 )
 
+FEEDBACK_INSTRUCTIONS = (
+    "Fix what the findings above ask for (and any task of tasks.md not yet "
+    "done), run the tests, read your diff, then submit with an answer to every "
+    "finding in feedback_responses."
+)
+
 MAX_MESSAGE_CHARS = 200
 _ITEM = re.compile(r"^- \[[ xX]\] (T\d{3,}): (.+?)\s*$", re.MULTILINE)
 
@@ -77,8 +84,12 @@ def task_items(tasks_md: str) -> list[TaskItem]:
     return [TaskItem(match[1], match[2]) for match in _ITEM.finditer(tasks_md or "")]
 
 
-def progress_note(items: list[TaskItem], committed: dict[str, str]) -> str:
-    """For the prompt: which items are already committed on the branch."""
+def progress_note(
+    items: list[TaskItem], committed: dict[str, str], *, feedback: bool = False
+) -> str:
+    """For the prompt: which items are already committed on the branch. In a
+    feedback cycle with every item committed, the work left is the
+    feedback (the changes are committed when the developer submits)."""
     done = [item for item in items if item.id in committed]
     if not done:
         return ""
@@ -90,8 +101,18 @@ def progress_note(items: list[TaskItem], committed: dict[str, str]) -> str:
         "Already committed on the branch by an earlier attempt (done: do not "
         "redo them):\n"
         + "\n".join(lines)
-        + (f"\nStill to do: {', '.join(left)}." if left else "\nNothing is left.")
+        + (f"\nStill to do: {', '.join(left)}." if left else _nothing_left(feedback))
     )
+
+
+def _nothing_left(feedback: bool) -> str:
+    if feedback:
+        return (
+            "\nEvery task of tasks.md is committed: this cycle's work is the "
+            "feedback above. Your fixes are committed with your commit_message "
+            "when you submit."
+        )
+    return "\nNothing is left."
 
 
 def commit_message(item: TaskItem, message: str) -> str:
@@ -156,13 +177,21 @@ def commit_tool(
 
 
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
-    """Progress only: the runner adds commits, branch, pull request and CI.
-    The tasks done are what the agent reports, and at least the items with
-    a commit of their own (context.extra["committed_steps"])."""
+    """Progress: the runner adds commits, branch, pull request and CI. The
+    tasks done are what the agent reports, and at least the items with a
+    commit of their own (context.extra["committed_steps"]). In a feedback
+    cycle the developer's answer to each finding becomes
+    feedback-responses.md, which the next reviewer reads."""
     total = context.task.total_tasks
     committed = len(context.extra.get("committed_steps") or {})
     done = min(max(int(result["tasks_completed"]), committed), total) if total else 0
-    return PhaseResult(current_task=done, branch=context.branch)
+    phase_result = PhaseResult(current_task=done, branch=context.branch)
+    feedback = context.extra.get("feedback")
+    if feedback is not None:
+        phase_result.artifacts[RESPONSES_DOCUMENT] = responses_document(
+            feedback, list(result.get("feedback_responses") or [])
+        )
+    return phase_result
 
 
 ROLE = Role(

@@ -27,10 +27,12 @@ ZERO_WIDTH_SPACE = "\u200b"
 SYSTEM_PROMPT = f"""\
 You are the code reviewer of an autonomous software team. The pull request's
 diff against the base branch is in the task description; read the surrounding
-code in the worktree where you need it. Comment on correctness, clarity, tests
-and security. A comment is "blocking" when the change must not be merged
-without fixing it, else a "suggestion". Approve only without blocking
-comments.
+code in the worktree where you need it. In a later cycle, the developer's
+answers to the previous findings (feedback-responses.md) say what was fixed
+and why anything was not: check each answer against the diff. Comment on
+correctness, clarity, tests and security. A comment is "blocking" when the
+change must not be merged without fixing it, else a "suggestion". Approve only
+without blocking comments.
 
 {COMMON_RULES}"""
 
@@ -81,9 +83,11 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
             "assessment": assessment,
             "comments": comments,
             "security": security,
+            # The developer's next cycle answers each comment by its id.
             "feedback": {
                 "blocking_count": blocking,
                 "message": result["summary"],
+                "comments": comments,
             },
         }
     )

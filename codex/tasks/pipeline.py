@@ -224,6 +224,8 @@ def _planning(task: Task, result: PhaseResult, *, by: str) -> None:
 
 
 def _implementation(task: Task, result: PhaseResult, *, by: str) -> None:
+    # The developer's answers to the last feedback (feedback-responses.md).
+    _store_artifacts(task, result)
     if result.current_task is not None:
         task.current_task = min(result.current_task, task.total_tasks)
     for sha in result.commits:
@@ -292,7 +294,7 @@ def _verification(task: Task, result: PhaseResult, *, by: str) -> None:
             by=by,
             code=EscalationReason.VERIFICATION_LIMIT,
             reason=f"verification still requests changes after "
-            f"{task.verification_cycles} cycles (max {task.verification_max_cycles})",
+            f"{report.cycle} cycles (max {task.verification_max_cycles})",
         )
 
 
@@ -312,7 +314,7 @@ def _review(task: Task, result: PhaseResult, *, by: str) -> None:
             by=by,
             code=EscalationReason.REVIEW_LIMIT,
             reason=f"review still requests changes after "
-            f"{task.review_cycles} cycles (max {task.review_max_cycles})",
+            f"{report.cycle} cycles (max {task.review_max_cycles})",
         )
 
 

@@ -39,8 +39,9 @@ def repository(bare_repo):  # noqa: F811 (the imported fixture)
     return Repository.objects.create(url=f"file://{bare_repo}")
 
 
-def implementation(calc: str, *, request_review: bool = True):
-    """The developer writes the change and, if asked to, calls request_review."""
+def implementation(calc: str, *, request_review: bool = True, answers=()):
+    """The developer writes the change and, if asked to, calls request_review;
+    in a feedback cycle it answers the findings `answers` (ids) as fixed."""
     first = [
         tool_use("write_file", {"path": "calc.py", "content": calc}),
         tool_use("write_file", {"path": "test_mul.py", "content": TEST_MUL}),
@@ -54,6 +55,16 @@ def implementation(calc: str, *, request_review: bool = True):
                 "summary": "Added mul and its test.",
                 "commit_message": "Add mul",
                 "tasks_completed": 1,
+                **(
+                    {
+                        "feedback_responses": [
+                            {"id": i, "status": "fixed", "note": "fixed"}
+                            for i in answers
+                        ]
+                    }
+                    if answers
+                    else {}
+                ),
             }
         ),
     ]
@@ -182,7 +193,7 @@ def test_the_coding_instance_is_reused_across_feedback_cycles(
         *intake_and_planning(),
         *implementation(MUL_BROKEN, request_review=False),
         QA_APPROVE,
-        *implementation(MUL_OK, request_review=False),
+        *implementation(MUL_OK, request_review=False, answers=["Q001"]),
     )
     task = make_task(repository, title="Add multiplication")  # no GitHub issue
 

@@ -38,7 +38,10 @@ def intake_and_planning():
     ]
 
 
-def implementation(calc: str):
+def implementation(calc: str, answers=()):
+    """The developer's run; in a feedback cycle it answers the findings
+    `answers` (their ids) as fixed."""
+    responses = [{"id": i, "status": "fixed", "note": "fixed"} for i in answers]
     return [
         message(
             tool_use("write_file", {"path": "calc.py", "content": calc}),
@@ -49,6 +52,7 @@ def implementation(calc: str):
                 "summary": "Added mul and its test.",
                 "commit_message": "Add mul",
                 "tasks_completed": 1,
+                **({"feedback_responses": responses} if responses else {}),
             }
         ),
     ]
@@ -166,12 +170,13 @@ def test_a_failing_test_sends_the_task_back_with_the_failure(
     assert pull.draft and pull.state == "open"
     assert "mul" not in git("show", "main:calc.py", cwd=repository.local_path)
 
-    # The developer's next run gets the failure in its system prompt, fixes it,
-    # and the task moves on to verification again.
-    stub.add(*implementation(MUL_OK))
+    # The developer's next run gets the failure as QA's findings, fixes it,
+    # answers it, and the task moves on to verification again.
+    stub.add(*implementation(MUL_OK, answers=["Q001"]))
     assert advance_task(task.task_id) == "in_progress/verification"
-    system = " ".join(block["text"] for block in stub.bodies[-2]["system"])
-    assert "Feedback from the previous cycle" in system and "test_mul" in system
+    first = stub.bodies[-2]["messages"][0]["content"]
+    first = first if isinstance(first, str) else first[0]["text"]
+    assert "QA's findings" in first and "Q001: Fix failing test test_mul" in first
     task.refresh_from_db()
     assert len(task.commits) == 2
 
