@@ -651,6 +651,8 @@ _lockout_minutes = env_int("CODEX_LOGIN_LOCKOUT_MINUTES", 30, minimum=0)
 AXES_COOLOFF_TIME = timedelta(minutes=_lockout_minutes) if _lockout_minutes else None
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# No start-up banner: every manage.py command would print it on stderr.
+AXES_VERBOSE = False
 # The client's address as the API throttles see it (CODEX_PROXY_COUNT).
 AXES_CLIENT_IP_CALLABLE = "codex.core.throttles.client_address"
 AXES_COOLOFF_MESSAGE = (

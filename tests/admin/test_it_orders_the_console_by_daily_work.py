@@ -96,7 +96,8 @@ def test_held_and_stuck_tasks_and_failed_notifications_are_listed(console):
 def test_the_sandbox_turned_off_is_an_error(console, settings):
     settings.CODEX_SANDBOX = "none"
 
-    assert "CODEX_SANDBOX is none" in attention_text(console)
+    assert "UNJAILED" in attention_text(console)
+    assert "CODEX_SANDBOX=none" in attention_text(console)
 
 
 def test_other_code_adds_items_and_a_failing_provider_does_not_break_the_index(
