@@ -29,8 +29,17 @@ from codex.tasks.models.escalation import (
     Escalation,
     EscalationReason,
 )
+from codex.tasks.models.gates import (
+    Decider,
+    Gate,
+    GateDecision,
+    GateKind,
+    GateMode,
+    GateRefused,
+)
 from codex.tasks.models.queryset import new_task_id
 from codex.tasks.models.reports import Recommendation, ReviewReport, VerificationReport
+from codex.tasks.models.steering import SteeringMessage, SteeringSource
 from codex.tasks.models.task import IdempotencyMismatch, ImmutableFieldError, Task
 
 __all__ = [
@@ -52,6 +61,14 @@ __all__ = [
     "ControlRequest",
     "CreatedBy",
     "Decision",
+    "Decider",
+    "Gate",
+    "GateDecision",
+    "GateKind",
+    "GateMode",
+    "GateRefused",
+    "SteeringMessage",
+    "SteeringSource",
     "Escalation",
     "EscalationReason",
     "IdempotencyMismatch",

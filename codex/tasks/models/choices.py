@@ -9,6 +9,8 @@ class Status(models.TextChoices):
     BLOCKED = "blocked", "Blocked"
     ESCALATED = "escalated", "Escalated"
     PAUSED = "paused", "Paused"
+    # A gate: a person approves the plan or the merge (codex.tasks.models.gates).
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"

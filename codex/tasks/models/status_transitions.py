@@ -28,7 +28,11 @@ class StatusTransitions:
     def start(
         self, *, by: str, reason: str = "task processor picked up the task"
     ) -> None:
-        """The task processor picks the task up."""
+        """The task processor picks the task up; it takes the feedback-loop
+        limits configured now."""
+        self.verification_max_cycles, self.review_max_cycles = (
+            guards.configured_loop_limits()
+        )
         self._enter_phase(Phase.INTAKE)
 
     @transition(
@@ -140,7 +144,12 @@ class StatusTransitions:
 
     @transition(
         field="status",
-        source=[Status.IN_PROGRESS, Status.BLOCKED, Status.ESCALATED],
+        source=[
+            Status.IN_PROGRESS,
+            Status.BLOCKED,
+            Status.ESCALATED,
+            Status.AWAITING_APPROVAL,
+        ],
         target=Status.FAILED,
         custom={"label": "Fail"},
     )
@@ -150,6 +159,7 @@ class StatusTransitions:
         self.current_agent = Agent.NONE
         self.finished_at = timezone.now()
         self.on_save(lambda: self.escalations.close_open(by=by, reason="task failed"))
+        self.on_save(lambda: self.gates.close_open(by=by, reason="task failed"))
         self.enqueue_with_save(CLEANUP_JOB, self.task_id)
 
     @transition(
@@ -160,6 +170,7 @@ class StatusTransitions:
             Status.BLOCKED,
             Status.ESCALATED,
             Status.PAUSED,
+            Status.AWAITING_APPROVAL,
         ],
         target=Status.CANCELLED,
         custom={"label": "Cancel"},
@@ -172,5 +183,6 @@ class StatusTransitions:
         self.on_save(
             lambda: self.escalations.close_open(by=by, reason="task cancelled")
         )
+        self.on_save(lambda: self.gates.close_open(by=by, reason="task cancelled"))
         # The lease goes with this save; the claim and the instances after it.
         self.enqueue_with_save(CLEANUP_JOB, self.task_id)

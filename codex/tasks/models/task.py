@@ -17,7 +17,7 @@ from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel
 from codex.core.queue import enqueue_on_commit, job_row
 from codex.events.models import Event, EventKind
-from codex.tasks.models import guards
+from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
     TERMINAL_STATUSES,
     Agent,
@@ -27,6 +27,7 @@ from codex.tasks.models.choices import (
     Priority,
     Status,
 )
+from codex.tasks.models.gate_transitions import GateTransitions
 from codex.tasks.models.phase_transitions import PhaseTransitions
 from codex.tasks.models.queryset import ADVANCE_JOB, IMMUTABLE_FIELDS, TaskQuerySet
 from codex.tasks.models.status_transitions import StatusTransitions
@@ -67,7 +68,7 @@ def initial_phase_progress() -> dict[str, dict[str, Any]]:
     }
 
 
-class Task(StatusTransitions, PhaseTransitions, VersionedLeasedModel):
+class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeasedModel):
     """The task envelope (spec 002 §2): one feature request's whole life.
 
     The request (title, description, priority, acceptance criteria) and identity
@@ -81,11 +82,21 @@ class Task(StatusTransitions, PhaseTransitions, VersionedLeasedModel):
               block ◀───────┘  │  │  └── resolve ── escalated ◀── escalate
               blocked ─unblock─┘  └── resume ── paused ◀── pause
         fail: in_progress | blocked | escalated ──▶ failed
-        cancel: pending | in_progress | blocked | escalated | paused ──▶ cancelled
+        cancel: pending | in_progress | blocked | escalated | paused
+                | awaiting_approval ──▶ cancelled
+
+    Gates (codex.tasks.models.gate_transitions, docs/gates.md)::
+
+        in_progress ─await_approval─▶ awaiting_approval ─approve─▶ in_progress
+        awaiting_approval ─request_changes─▶ in_progress  (plan, cycles < 3)
+        awaiting_approval ─notice_merge─▶ completed       (a person merged)
+        fail: awaiting_approval ──▶ failed
 
     Phase (spec 002 §3.3; all only while in_progress)::
 
         intake ─begin_planning─▶ planning ─begin_implementation─▶ implementation
+        (with plan approval, planning waits at a gate: begin_implementation
+        happens with the approval)
         implementation ─begin_verification─▶ verification ─begin_review─▶ review
         verification ─return_from_verification─▶ implementation  (cycles < 3)
         review ─begin_release─▶ release
@@ -169,6 +180,16 @@ class Task(StatusTransitions, PhaseTransitions, VersionedLeasedModel):
         default=guards.default_review_max_cycles
     )
     feedback_history = models.JSONField(default=guards.empty_feedback_history)
+    plan_cycles = models.PositiveSmallIntegerField(default=0)
+    plan_max_cycles = models.PositiveSmallIntegerField(
+        default=gate_guards.default_plan_max_cycles
+    )
+
+    # Gates (docs/gates.md): asked for by the request, or by the repository.
+    plan_approval_required = models.BooleanField(default=False)
+    # The forge login of who asked (a GitHub issue's author): never the
+    # only approver of its own request.
+    requester_login = models.CharField(max_length=100, blank=True)
 
     # Errors and retries.
     errors = models.JSONField(default=list, blank=True)

@@ -1,0 +1,201 @@
+"""The gates' status transitions of a task (docs/gates.md), mixed into Task.
+
+in_progress ─await_approval─▶ awaiting_approval
+awaiting_approval ─approve─▶ in_progress          (plan: on to implementation)
+awaiting_approval ─request_changes─▶ in_progress  (plan: back to the planner)
+awaiting_approval ─notice_merge─▶ completed       (a person merged)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.utils import timezone
+from django_fsm import transition
+
+from codex.events.models import EventKind
+from codex.tasks.models import gate_guards, guards
+from codex.tasks.models.choices import Agent, Phase, PhaseStatus, Status
+from codex.tasks.models.gates import (
+    Decider,
+    Gate,
+    GateDecision,
+    GateKind,
+    GateMode,
+    GateRefused,
+    PendingDecision,
+)
+
+if TYPE_CHECKING:
+    from codex.tasks.models.task import Task
+
+PROGRESS_JOB = "codex.tasks.progress.update_progress_comment"
+
+
+class GateTransitions:
+    """Task's gate transitions; the state diagram is in Task's docstring."""
+
+    @transition(
+        field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.AWAITING_APPROVAL,
+        custom={"admin": False},
+    )
+    def await_approval(
+        self,
+        *,
+        by: str,
+        reason: str,
+        kind: str = GateKind.PLAN,
+        mode: str = GateMode.APPROVAL,
+        subject: str = "",
+    ) -> None:
+        """Wait for a person: open a gate saying on what and why."""
+        gate = Gate(task=self, kind=kind, mode=mode, reason=reason, subject=subject)
+        self.on_save(gate.save)
+        self.enqueue_with_save(PROGRESS_JOB, self.task_id)
+
+    @transition(
+        field="status",
+        source=Status.AWAITING_APPROVAL,
+        target=Status.IN_PROGRESS,
+        conditions=list(gate_guards.APPROVE_GUARDS),
+        custom={"admin": False},
+    )
+    def approve(self, *, by: str, reason: str = "approved") -> None:
+        """A person with write access, not the requester, approved the gate."""
+        self._close_gate()
+
+    @transition(
+        field="status",
+        source=Status.AWAITING_APPROVAL,
+        target=Status.IN_PROGRESS,
+        conditions=list(gate_guards.REQUEST_CHANGES_GUARDS),
+        custom={"admin": False},
+    )
+    def request_changes(
+        self, *, by: str, reason: str = "changes requested", feedback: str = ""
+    ) -> None:
+        """The plan goes back to the planner with the person's text, counted
+        like the verification and review loops."""
+        self._close_gate()
+        self.plan_cycles += 1
+        self.feedback_history.setdefault("plan", []).append(
+            {
+                "cycle": self.plan_cycles,
+                "at": timezone.now().isoformat(),
+                "by": by,
+                "feedback": {"message": feedback},
+            }
+        )
+        progress = self.phase_progress.setdefault(Phase.PLANNING, {})
+        progress["status"] = PhaseStatus.IN_PROGRESS
+        progress.pop("completed_at", None)
+        self.phase_entered_at = timezone.now()
+        self.retry_count = 0
+
+    @transition(
+        field="status",
+        source=Status.AWAITING_APPROVAL,
+        target=Status.COMPLETED,
+        conditions=[
+            guards.phase_is_release,
+            guards.pull_request_merged,
+            gate_guards.waits_for_a_merge,
+        ],
+        custom={"admin": False},
+    )
+    def notice_merge(self, *, by: str, reason: str = "merged by a person") -> None:
+        """A person merged the pull request the task waited on: done."""
+        now = timezone.now()
+        self.on_save(
+            lambda: self.gates.open().update(
+                decision=GateDecision.MERGED, decided_by=by, decided_at=now
+            )
+        )
+        self.record(
+            EventKind.CONTROL,
+            by=by,
+            reason=f"merge gate: merged by a person ({reason})",
+            data={"gate": GateKind.MERGE, "decision": GateDecision.MERGED},
+        )
+        self._clear_block()
+        self._finish_phase(now)
+        self.current_agent = Agent.NONE
+        self.finished_at = now
+        self.enqueue_with_save("codex.tasks.jobs.clean_up_task", self.task_id)
+
+    # -- helpers ------------------------------------------------------------
+
+    def _close_gate(self) -> None:
+        pending: PendingDecision = self.__dict__.pop("_gate_decision")
+        pending.gate.record_decision(pending)
+        gate = pending.gate
+        self.on_save(gate.save)
+        self.record(
+            EventKind.CONTROL,
+            by=pending.decider.label,
+            reason=f"{gate.get_kind_display().lower()}: "
+            f"{gate.get_decision_display().lower()} by {pending.decider.label}",
+            data={**gate.as_event_data(), "feedback": pending.feedback[:2000]},
+        )
+
+    @property
+    def open_gate(self) -> Gate | None:
+        """The gate the task waits at, if any."""
+        return self.gates.open().first()
+
+    def decide_gate(
+        self: Task,
+        decision: str,
+        *,
+        decider: Decider,
+        subject: str = "",
+        feedback: str = "",
+    ) -> Task:
+        """A person's decision on the open gate: approve, or (a plan) request
+        changes with `feedback`. Saved with its transition and event in one
+        write; an approved plan moves on to implementation in the same write.
+
+        Raises GateRefused with the reason when a guard refuses (the requester
+        approving, someone without write access, a stale plan, Codex itself);
+        nothing is written then. LeaseUnavailable / VersionConflict as perform.
+        """
+        gate = self.open_gate
+        if gate is None or self.status != Status.AWAITING_APPROVAL:
+            raise GateRefused(f"{self.task_id} is not waiting for approval")
+        feedback = (feedback or "").replace("\x00", "").strip()[:10_000]
+        pending = PendingDecision(gate, decision, decider, subject or "", feedback)
+        self.__dict__["_gate_decision"] = pending
+        checks = (
+            gate_guards.APPROVE_GUARDS
+            if decision == GateDecision.APPROVED
+            else gate_guards.REQUEST_CHANGES_GUARDS
+        )
+        refused = gate_guards.refusal(self, checks)
+        if refused is not None:
+            self.__dict__.pop("_gate_decision", None)
+            raise GateRefused(refused)
+        what = gate.get_kind_display().lower()
+
+        def change() -> None:
+            self.__dict__["_gate_decision"] = pending
+            if decision == GateDecision.APPROVED:
+                self.approve(by=decider.label, reason=f"{what}: approved")
+                if gate.kind == GateKind.PLAN:
+                    self.begin_implementation(
+                        by=decider.label, reason=f"plan approved by {decider.label}"
+                    )
+            else:
+                self.request_changes(
+                    by=decider.label,
+                    reason=f"{what}: changes requested",
+                    feedback=feedback,
+                )
+            self.enqueue_with_save("codex.tasks.jobs.advance_task", self.task_id)
+
+        try:
+            self.change_and_save(decider.label, change, lease_attempts=1)
+        finally:
+            self.__dict__.pop("_gate_decision", None)
+        return self
