@@ -134,9 +134,11 @@ class SettingAdmin(admin.ModelAdmin):
 
     @admin.display(description="In effect")
     def source(self, obj: Setting) -> str:
+        # The database comes first (codex.configuration.config.get_config):
+        # a saved value is always the one in effect.
         env_var = config_key(obj.key).env_var
         if env_var in os.environ:
-            return f"environment ({env_var} overrides this value)"
+            return f"this value (it overrides the environment's {env_var})"
         return "this value"
 
     def save_model(self, request, obj: Setting, form, change) -> None:

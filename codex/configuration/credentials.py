@@ -13,10 +13,26 @@ from django.utils import timezone
 
 from codex.configuration.models.credential import ActiveCredential
 
+# The configuration key whose stored secret is a source's first credential.
+CREDENTIAL_KEYS = {"github": "github.token", "claude": "anthropic.api_key"}
+
 
 def configured_credentials(source: str) -> list[str]:
-    """The credentials configured for `source`, in order (may be empty)."""
-    return list(settings.CODEX_CREDENTIALS.get(source) or [])
+    """The credentials configured for `source`, in order (may be empty): the
+    one saved in the console (`github.token`, `anthropic.api_key`, read with
+    get_config) first, then the environment's (GITHUB_TOKEN,
+    ANTHROPIC_API_KEY, several comma-separated), without repeats."""
+    from codex.configuration.config import get_config
+
+    keys = []
+    if source in CREDENTIAL_KEYS:
+        stored = get_config(CREDENTIAL_KEYS[source])
+        if stored:
+            keys.append(stored.strip())
+    for key in settings.CODEX_CREDENTIALS.get(source) or []:
+        if key not in keys:
+            keys.append(key)
+    return keys
 
 
 def current_credential(source: str) -> str | None:

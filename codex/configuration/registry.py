@@ -1,4 +1,9 @@
-"""The configuration keys Codex knows, with their types and defaults (spec 004).
+"""The configuration keys Codex knows, with their types and defaults.
+
+Every policy Codex applies reads its value through `get_config(key)` at the
+moment it applies it (codex/configuration/config.py): a value saved in the
+console takes effect at the next decision, with no restart. The README's
+"Configuration keys" table lists them.
 
 Spec 004 "Database-Stored Configuration" lists the keys and their defaults::
 
@@ -11,9 +16,12 @@ Spec 004 "Database-Stored Configuration" lists the keys and their defaults::
     ('review.auto_abandon_after', '5', FALSE),
     ('review.timeout_hours', '24', FALSE);
 
-`github.token` is the one encrypted key and has no default (the spec's value is
-a placeholder). The review limits are bounded by the spec's own constraint on
-instance relationships: "CHECK (review_iteration > 0 AND review_iteration <= 5)".
+`github.token` and `anthropic.api_key` are encrypted and have no default (the
+spec's value is a placeholder); the keys after spec 004's are Codex's own
+policies that used to be environment-only settings: each keeps its environment
+variable (`env`), so a deployment's existing variables still apply. The review
+limits are bounded by the spec's own constraint on instance relationships:
+"CHECK (review_iteration > 0 AND review_iteration <= 5)".
 """
 
 from __future__ import annotations
@@ -57,11 +65,13 @@ class ConfigKey:
     secret: bool = False
     minimum: int | None = None
     maximum: int | None = None
+    env: str | None = None
 
     @property
     def env_var(self) -> str:
-        """CODEX_ + the key uppercased with dots as underscores."""
-        return ENV_PREFIX + self.key.upper().replace(".", "_")
+        """The environment variable (and Django setting) of the key: `env` when
+        given, else CODEX_ + the key uppercased with dots as underscores."""
+        return self.env or ENV_PREFIX + self.key.upper().replace(".", "_")
 
     def parse(self, raw: str, *, origin: str) -> Any:
         """The typed value of `raw`; InvalidSettingValue names `origin` on error."""
@@ -113,6 +123,7 @@ KEYS: dict[str, ConfigKey] = {
             ValueType.STRING,
             "./worktrees",
             "Folder under which agent worktrees are created.",
+            env="CODEX_WORKTREE_ROOT",
         ),
         ConfigKey("terminal.theme", ValueType.STRING, "dark", "Terminal theme."),
         ConfigKey(
@@ -143,8 +154,103 @@ KEYS: dict[str, ConfigKey] = {
             "Auto-terminate stuck reviews after this many hours.",
             minimum=1,
         ),
+        # -- Codex's own policies (not in spec 004's list) -----------------------
+        ConfigKey(
+            "anthropic.api_key",
+            ValueType.STRING,
+            None,
+            "Claude API key, used before any ANTHROPIC_API_KEY of the environment.",
+            secret=True,
+        ),
+        ConfigKey(
+            "verification.max_cycles",
+            ValueType.INTEGER,
+            3,
+            "Verification reports that may request changes before a task escalates "
+            "(taken by each new task).",
+            minimum=1,
+        ),
+        ConfigKey(
+            "review.max_cycles",
+            ValueType.INTEGER,
+            2,
+            "Review reports that may request changes before a task escalates "
+            "(taken by each new task).",
+            minimum=1,
+        ),
+        ConfigKey(
+            "tasks.max_retries",
+            ValueType.INTEGER,
+            5,
+            "Transient failures (blocked) per phase before a task escalates.",
+            minimum=0,
+            env="CODEX_MAX_RETRIES",
+        ),
+        ConfigKey(
+            "tasks.stuck_after_minutes",
+            ValueType.INTEGER,
+            120,
+            "Minutes in one phase after which a task counts as stuck.",
+            minimum=1,
+            env="CODEX_STUCK_AFTER_MINUTES",
+        ),
+        ConfigKey(
+            "claims.ttl_minutes",
+            ValueType.INTEGER,
+            30,
+            "An issue claim's time to live.",
+            minimum=1,
+            env="CODEX_CLAIM_TTL_MINUTES",
+        ),
+        ConfigKey(
+            "notify.channels",
+            ValueType.STRING,
+            "log",
+            "Comma-separated channels every notification goes to: log, email, "
+            "teams, slack, webhook.",
+        ),
+        ConfigKey(
+            "notify.email.to",
+            ValueType.STRING,
+            None,
+            "Comma-separated addresses of the email channel.",
+        ),
+        ConfigKey(
+            "notify.teams.webhook_url",
+            ValueType.STRING,
+            None,
+            "Microsoft Teams incoming webhook URL (the teams channel).",
+            secret=True,
+        ),
+        ConfigKey(
+            "notify.slack.webhook_url",
+            ValueType.STRING,
+            None,
+            "Slack incoming webhook URL (the slack channel).",
+            secret=True,
+        ),
+        ConfigKey(
+            "notify.max_attempts",
+            ValueType.INTEGER,
+            5,
+            "Delivery attempts of a notification before it is marked failed.",
+            minimum=1,
+            env="CODEX_NOTIFY_MAX_ATTEMPTS",
+        ),
     )
 }
+
+# The keys spec 004 lists ("Database-Stored Configuration"), in its order.
+SPEC_004_KEYS = (
+    "github.token",
+    "editor.command",
+    "worktrees.base_path",
+    "terminal.theme",
+    "instances.cleanup_policy",
+    "review.max_iterations",
+    "review.auto_abandon_after",
+    "review.timeout_hours",
+)
 
 
 def config_key(key: str) -> ConfigKey:

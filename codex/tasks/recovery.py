@@ -71,8 +71,11 @@ def lease_holder_name() -> str:
 
 
 def stuck_after() -> timedelta:
-    """How long a task may stay in one phase before it counts as stuck."""
-    return timedelta(minutes=settings.CODEX_STUCK_AFTER_MINUTES)
+    """How long a task may stay in one phase before it counts as stuck
+    (configuration tasks.stuck_after_minutes)."""
+    from codex.configuration.config import get_config
+
+    return timedelta(minutes=get_config("tasks.stuck_after_minutes"))
 
 
 def is_stuck(task: Task, now: datetime) -> bool:
@@ -238,7 +241,7 @@ def _reset_to_recovery_point(task: Task) -> int:
     was_blocked = task.status == Status.BLOCKED
     reason = (
         f"stuck in {phase} since {stuck_since:%Y-%m-%d %H:%M:%S} UTC "
-        f"(more than {settings.CODEX_STUCK_AFTER_MINUTES} minutes): "
+        f"(more than {stuck_after().total_seconds() // 60:.0f} minutes): "
         f"reset to {RECOVERY_POINTS[phase]}"
     )
     if was_blocked:

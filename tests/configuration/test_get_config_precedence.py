@@ -1,4 +1,4 @@
-"""get_config: environment (CODEX_<KEY>), then database, then the default."""
+"""get_config: the database, then the environment (CODEX_<KEY>), then the default."""
 
 from __future__ import annotations
 
@@ -29,11 +29,23 @@ def test_the_database_overrides_the_default():
     assert get_config("review.max_iterations") == 2
 
 
-def test_the_environment_overrides_the_database(monkeypatch):
-    Setting.objects.put("review.max_iterations", "2", actor="user:alice")
+def test_the_database_overrides_the_environment(monkeypatch):
     monkeypatch.setenv("CODEX_REVIEW_MAX_ITERATIONS", "4")
-
     assert get_config("review.max_iterations") == 4
+
+    Setting.objects.put("review.max_iterations", "2", actor="user:alice")
+
+    assert get_config("review.max_iterations") == 2
+
+
+def test_a_key_with_a_django_setting_reads_it_as_its_environment(settings):
+    # settings.py reads CODEX_MAX_RETRIES from the environment at start-up.
+    settings.CODEX_MAX_RETRIES = 7
+    assert get_config("tasks.max_retries") == 7
+
+    Setting.objects.put("tasks.max_retries", 1, actor="user:alice")
+
+    assert get_config("tasks.max_retries") == 1
 
 
 def test_a_secret_is_returned_decrypted():

@@ -9,6 +9,8 @@ import pytest
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
+from codex.configuration.models import Setting
+from codex.configuration.registry import InvalidSettingValue
 from codex.events.models import Event
 from codex.fleet.jobs import enforce_review_limits
 from codex.fleet.limits import review_limits
@@ -39,9 +41,10 @@ def test_the_spec_defaults():
     )
 
 
-def test_max_iterations_is_capped_at_the_databases_5(settings):
-    settings.CODEX_REVIEW_MAX_ITERATIONS = 9
-    assert review_limits().max_iterations == 5
+def test_max_iterations_above_the_databases_5_is_refused(monkeypatch):
+    monkeypatch.setenv("CODEX_REVIEW_MAX_ITERATIONS", "9")
+    with pytest.raises(InvalidSettingValue, match="CODEX_REVIEW_MAX_ITERATIONS"):
+        review_limits()
 
 
 def test_spawn_review_links_a_new_review_instance_with_the_next_iteration():
@@ -70,8 +73,8 @@ def test_a_4th_review_is_refused_with_the_default_max_of_3():
     assert coding.current_review_iteration() == 3
 
 
-def test_a_configured_max_of_5_allows_5_reviews(settings):
-    settings.CODEX_REVIEW_MAX_ITERATIONS = 5
+def test_a_configured_max_of_5_allows_5_reviews():
+    Setting.objects.put("review.max_iterations", 5, actor="user:alice")
     coding = make_instance()
     for _ in range(5):
         spawn(coding)

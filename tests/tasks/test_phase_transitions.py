@@ -69,7 +69,8 @@ def prepare(edge: str, broken: str | None = None, status: str = "in_progress"):
     elif edge in ("begin_review", "return_from_verification"):
         wanted = "approve" if edge == "begin_review" else "request_changes"
         other = "request_changes" if edge == "begin_review" else "approve"
-        cycles = 3 if broken == "cycles" else 0
+        # Report 3 is the last: its request for changes escalates.
+        cycles = 2 if broken == "cycles" else 0
         fields["verification_cycles"] = cycles
         if broken == "stale_report":
             # Only the previous cycle's report exists.
@@ -84,7 +85,7 @@ def prepare(edge: str, broken: str | None = None, status: str = "in_progress"):
     elif edge in ("begin_release", "return_from_review"):
         wanted = "approve" if edge == "begin_release" else "request_changes"
         other = "request_changes" if edge == "begin_release" else "approve"
-        cycles = 2 if broken == "cycles" else 0
+        cycles = 1 if broken == "cycles" else 0  # report 2 is the last
         fields["review_cycles"] = cycles
         if broken != "no_report":
             ReviewReport.objects.create(
@@ -259,11 +260,13 @@ def _back_to_verification(task: Task) -> None:
     task.perform("begin_verification", by="agent:dev")
 
 
-def test_verification_returns_exactly_three_times_then_escalates():
+def test_verification_returns_twice_and_its_third_report_escalates():
+    """Spec 002 §5.1 keeps agent-verification/{task_id}/report-1.yml to
+    report-3.yml: the third report that requests changes escalates."""
     task = prepare("begin_verification")
     task.perform("begin_verification", by="agent:dev")
 
-    for cycle in (1, 2, 3):
+    for cycle in (1, 2):
         VerificationReport.objects.create(
             task=task, cycle=cycle, recommendation="request_changes"
         )
@@ -272,16 +275,16 @@ def test_verification_returns_exactly_three_times_then_escalates():
         _back_to_verification(task)
 
     VerificationReport.objects.create(
-        task=task, cycle=4, recommendation="request_changes"
+        task=task, cycle=3, recommendation="request_changes"
     )
     before = snapshot(task)
     with pytest.raises(TransitionNotAllowed):
         task.return_from_verification(by="agent:qa")
     assert snapshot(task) == before
     assert before[1] == "verification"
-    assert before[3] == 3
+    assert before[3] == 2
 
-    # §3.4: verification → (escalated) when cycle_count >= 3; the phase stays.
+    # §3.4: verification → (escalated) at the limit; the phase stays.
     task.perform(
         "escalate",
         by="agent:qa",
@@ -295,7 +298,9 @@ def test_verification_returns_exactly_three_times_then_escalates():
     assert escalation.reason == EscalationReason.VERIFICATION_LIMIT
 
 
-def test_review_returns_exactly_two_times_then_escalates():
+def test_review_returns_once_and_its_second_report_escalates():
+    """Spec 002 §5.1 keeps agent-review/{task_id}/report-1.yml and
+    report-2.yml: the second report that requests changes escalates."""
     task = prepare("return_from_review")  # review, cycle 0, report 1 requests changes
     task.perform("return_from_review", by="agent:reviewer")
     assert Task.objects.get(pk=task.pk).review_cycles == 1
@@ -303,13 +308,6 @@ def test_review_returns_exactly_two_times_then_escalates():
     put_in_state(task, phase="review")
     ReviewReport.objects.create(
         task=task, cycle=2, assessment="request_changes", comments=[BLOCKING]
-    )
-    task.perform("return_from_review", by="agent:reviewer")
-    assert Task.objects.get(pk=task.pk).review_cycles == 2
-
-    put_in_state(task, phase="review")
-    ReviewReport.objects.create(
-        task=task, cycle=3, assessment="request_changes", comments=[BLOCKING]
     )
     before = snapshot(task)
     with pytest.raises(TransitionNotAllowed):
@@ -323,7 +321,7 @@ def test_review_returns_exactly_two_times_then_escalates():
         code=EscalationReason.REVIEW_LIMIT,
     )
     row = Task.objects.get(pk=task.pk)
-    assert (row.status, row.phase, row.review_cycles) == ("escalated", "review", 2)
+    assert (row.status, row.phase, row.review_cycles) == ("escalated", "review", 1)
 
 
 def test_intake_needing_clarification_escalates_in_intake():

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -26,9 +25,12 @@ SYSTEM_ACTOR = "codex:claims"
 def claim_ttl() -> timedelta:
     """How long a claim holds (spec 000 §1: "TTL (30 min default)").
 
-    Read on every call so that tests and operators can change the setting.
+    Read on every call (configuration claims.ttl_minutes: the database, then
+    CODEX_CLAIM_TTL_MINUTES, then 30) so that a change applies at once.
     """
-    return timedelta(minutes=getattr(settings, "CODEX_CLAIM_TTL_MINUTES", 30))
+    from codex.configuration.config import get_config
+
+    return timedelta(minutes=get_config("claims.ttl_minutes"))
 
 
 class ClaimState(models.TextChoices):

@@ -16,11 +16,23 @@ if TYPE_CHECKING:
 
 
 def default_verification_max_cycles() -> int:
+    """A new task's verification limit until it starts (the environment's
+    CODEX_VERIFICATION_MAX_CYCLES: creating a task stays one statement)."""
     return settings.CODEX_VERIFICATION_MAX_CYCLES
 
 
 def default_review_max_cycles() -> int:
+    """A new task's review limit until it starts (CODEX_REVIEW_MAX_CYCLES)."""
     return settings.CODEX_REVIEW_MAX_CYCLES
+
+
+def configured_loop_limits() -> tuple[int, int]:
+    """The feedback-loop limits a task takes when it starts: configuration
+    verification.max_cycles and review.max_cycles (database, environment,
+    default)."""
+    from codex.configuration.config import get_config
+
+    return get_config("verification.max_cycles"), get_config("review.max_cycles")
 
 
 def empty_feedback_history() -> dict[str, list]:
@@ -41,8 +53,10 @@ def lease_available(task: Task) -> bool:
 
 
 def retries_remain(task: Task) -> bool:
-    """in_progress → blocked: retries < max (CODEX_MAX_RETRIES)."""
-    return task.retry_count < settings.CODEX_MAX_RETRIES
+    """in_progress → blocked: retries < max (configuration tasks.max_retries)."""
+    from codex.configuration.config import get_config
+
+    return task.retry_count < get_config("tasks.max_retries")
 
 
 def backoff_elapsed(task: Task) -> bool:
@@ -69,6 +83,20 @@ def phase_is_release(task: Task) -> bool:
 def pull_request_merged(task: Task) -> bool:
     """in_progress → completed requires the pull request merged."""
     return task.pr_merged
+
+
+def children_work_merged(task: Task) -> bool:
+    """in_progress → completed for a parent: its fan-out's analysis is stored
+    with a merging strategy (the caller merged what it chose first)."""
+    from codex.children.decision import MERGING_STRATEGIES
+    from codex.children.models import CompletionAnalysis
+
+    strategy = (
+        CompletionAnalysis.objects.filter(fan_out__parent_id=task.pk)
+        .values_list("merge_strategy", flat=True)
+        .first()
+    )
+    return strategy in MERGING_STRATEGIES
 
 
 # -- phase guards ---------------------------------------------------------------
@@ -137,8 +165,14 @@ def verification_requested_changes(task: Task) -> bool:
 
 
 def verification_cycles_remain(task: Task) -> bool:
-    """verification → implementation: cycle_count < max_cycles (3)."""
-    return task.verification_cycles < task.verification_max_cycles
+    """verification → implementation: the cycle being judged (cycle_count + 1,
+    its report's number) is below max_cycles (3).
+
+    The storage layout keeps report-1 to report-3 (report-1 and -2 for
+    review), so the third report that requests changes escalates instead of
+    looping back.
+    """
+    return task.verification_cycles + 1 < task.verification_max_cycles
 
 
 def _latest_review(task: Task):
@@ -173,5 +207,6 @@ def review_requested_changes(task: Task) -> bool:
 
 
 def review_cycles_remain(task: Task) -> bool:
-    """review → implementation: cycle_count < max_cycles (2)."""
-    return task.review_cycles < task.review_max_cycles
+    """review → implementation: the cycle being judged (cycle_count + 1) is
+    below max_cycles (2): report-1 loops back, report-2 escalates."""
+    return task.review_cycles + 1 < task.review_max_cycles
