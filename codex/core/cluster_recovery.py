@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import socket
 import time
@@ -100,6 +101,7 @@ class ClusterKeeper:
         self.stop_seen: float | None = None
         self.dead_seen: dict[int, float] = {}
         self.done = False
+        self.stopped: set[int] = set()
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules; then
@@ -191,12 +193,40 @@ class ClusterKeeper:
         self.broker.hand_back(claim, pids=set())
         running = self.broker.started_pids(claim)
         if running and now - self.stop_seen >= settings.CODEX_STOP_GRACE_SECONDS:
-            live = self._live_workers()
-            for pid in running & live:
-                logger.warning("cluster %s stopping: stopping worker %s", claim, pid)
-                os.kill(pid, signal.SIGKILL)
-            self._hand_back_dead_workers(wait=0.5)
+            self._stop_busy_workers(running)
+        if self.stopped:
+            self._forget_stopped_workers()
         if not self.sentinel.pool and not running:
             WorkerCluster.objects.filter(claim=claim).delete()
             self.broker.forget(claim)
             self.done = True
+
+    def _stop_busy_workers(self, running: set[int]) -> None:
+        """The grace is over: SIGKILL the workers still running jobs, and the
+        pusher (it may wait to put a job no worker will take), and hand their
+        jobs back once they are gone."""
+        sentinel = self.sentinel
+        for pid in running & self._live_workers() - self.stopped:
+            logger.warning(
+                "cluster %s stopping: stopping worker %s", self.broker.claim, pid
+            )
+            os.kill(pid, signal.SIGKILL)
+            self.stopped.add(pid)
+        if sentinel.pusher is not None and sentinel.pusher.is_alive():
+            os.kill(sentinel.pusher.pid, signal.SIGKILL)
+        self._hand_back_dead_workers(wait=0.5)
+
+    def _forget_stopped_workers(self) -> None:
+        """Take the workers this keeper stopped out of the sentinel's pool and
+        empty the memory queue (its jobs were handed back): django-q2's stop
+        puts one stop message per pooled worker into that bounded queue, and
+        would wait for ever for dead workers to make room."""
+        sentinel = self.sentinel
+        for process in list(sentinel.pool):
+            if process.pid in self.stopped and not process.is_alive():
+                sentinel.pool.remove(process)
+        try:
+            while True:
+                sentinel.task_queue.get_nowait()
+        except (queue.Empty, OSError, ValueError):
+            pass
