@@ -211,7 +211,10 @@ def test_command_cwd_is_confined(sandbox):
 def test_an_operators_extra_environment_reaches_commands_but_not_path(
     worktree, settings
 ):
-    settings.CODEX_SANDBOX_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/evil"}
+    settings.CODEX_SANDBOX_ENV = {
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PATH": "/evil",
+    }
     sandbox = Sandbox(worktree, allowed_commands={"env"})
     env = sandbox.jail.environment()
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
@@ -219,3 +222,34 @@ def test_an_operators_extra_environment_reaches_commands_but_not_path(
     result = sandbox.run_command("env")
     assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in result.output
     assert "PATH=/evil" not in result.output
+
+
+def test_search_cannot_backtrack_catastrophically(sandbox, worktree):
+    """RE2: `(a+)+$` against 40 a's and a b takes Python's `re` hours; here the
+    search answers (a thread guards the suite against a hang)."""
+    import threading
+
+    (worktree / "evil.txt").write_text("a" * 40 + "b\n")
+    answers: list[str] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(
+            sandbox.search(r"(a+)+$", regex=True)
+            + sandbox.search(r"(a+)+b", regex=True)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=30)
+    assert answers, "the search did not finish"
+    assert answers[0] == "(no matches)evil.txt:1:" + "a" * 40 + "b"
+    # Backreferences need backtracking: RE2 refuses them with a tool error.
+    refused = tool(sandbox, "search").call({"pattern": r"(a)\1", "regex": True})
+    assert refused.is_error and "invalid regular expression" in refused.content
+
+
+@pytest.mark.parametrize("timeout", ["nan", "NaN", float("nan"), float("inf"), -1, 0])
+def test_a_timeout_that_is_no_finite_positive_number_is_a_tool_error(sandbox, timeout):
+    outcome = tool(sandbox, "run_command").call(
+        {"command": ["python", "-c", "print('ran')"], "timeout": timeout}
+    )
+    assert outcome.is_error and "ran" not in outcome.content
