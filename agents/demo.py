@@ -6,7 +6,7 @@ demo
 - (re)creates <root>/sample.git, a bare repository on the local forge holding
   a tiny Python project (calc.py with add() and its pytest test, on main), and
   registers it as a Repository (file:// URL) unless it already is;
-- starts the scripted Messages API on loopback (tests/model_stub.py's
+- starts the scripted Messages API on loopback (agents/scripted_model.py's
   ModelStub) with one pre-recorded conversation per phase, so the real
   anthropic SDK and the real AgentPhaseRunner do the work: the developer's
   write_file becomes a commit, the QA phase runs pytest for real, the release
@@ -123,7 +123,7 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
 
     Built afresh on every call (each tool_use gets a new id), so a responder
     serving many conversations can call it per request."""
-    from tests.model_stub import message, submit, tool_use
+    from agents.scripted_model import message, submit, tool_use
 
     return {
         # intake (product manager): look at the code, then write the spec
@@ -302,9 +302,9 @@ class DemoResult:
 
 def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
     """The whole demo; `out` prints a line. Returns the task and the steps."""
+    from agents.scripted_model import ModelStub
     from codex.tasks.jobs import advance_task
     from codex.tasks.models import CreatedBy, Status, Task
-    from tests.model_stub import ModelStub
 
     root = root.absolute()
     rule = "=" * len(BANNER)
