@@ -17,8 +17,11 @@ if TYPE_CHECKING:
 
 COMMON_RULES = """\
 You work inside the task's git worktree through tools: list_files, read_file,
-search, write_file, edit_file and run_command (allowed programs only, no shell,
-no secrets). Paths are relative to the worktree root. Work in small, checked
+search, write_file, edit_file and bash (a shell in an isolated jail: the
+worktree is the current folder and the only writable place, there is no
+network and no secret, git is not available: Codex commits for you). Where a
+repository restricts commands, run_command replaces bash (its listed programs
+only, no shell). Paths are relative to the worktree root. Work in small, checked
 steps. When you are done, call submit_result exactly once with an object
 matching its schema; nothing you do is recorded until then.
 

@@ -21,7 +21,7 @@ def flat(text: str) -> str:
 def test_each_role_prompt_carries_the_common_rules(phase):
     prompt = ROLES[phase].system_prompt
     assert COMMON_RULES in prompt
-    for tool in (*SANDBOX_TOOLS, "run_command", "submit_result"):
+    for tool in (*SANDBOX_TOOLS, "bash", "run_command", "submit_result"):
         assert tool in prompt
     for tool in ("record_learning(type, content)", "ask_question(to, question)"):
         assert tool in prompt
