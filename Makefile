@@ -66,6 +66,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
