@@ -58,6 +58,7 @@ demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytes
 	@$(JAIL_HINT)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo
+	$(PY) manage.py demo --scenario fanout
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
 test: $(VENV)/.installed-dev

@@ -615,6 +615,11 @@ CODEX_RELEASE_REQUIRES_APPROVAL = env_bool("CODEX_RELEASE_REQUIRES_APPROVAL", Fa
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"
 )
+# How long a parent waits for its children's reports before the completion
+# analysis runs on what arrived (docs/children.md).
+CODEX_CHILDREN_WINDOW_MINUTES = env_int(
+    "CODEX_CHILDREN_WINDOW_MINUTES", 10, minimum=1, maximum=24 * 60
+)
 
 # --- Security ----------------------------------------------------------------
 # Sign-in throttling and lockout on /accounts/login/ and /admin/login/

@@ -20,6 +20,11 @@ a description precise enough to implement without guessing. analysis names the
 files to touch, the patterns to follow, the test requirement, what the
 developer must do and must not do, and a short brief.
 
+Only when the request is too big for one pull request, add split: 1 to 5
+child requests (title, description, acceptance_criteria), each a pull
+request of its own that can be merged alone; the children then do the work
+and tasks lists them, one task per child.
+
 {COMMON_RULES}"""
 
 SCHEMA: dict[str, Any] = {
@@ -49,6 +54,20 @@ SCHEMA: dict[str, Any] = {
                 "brief": {"type": "string"},
             },
         },
+        "split": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 5,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "minLength": 1},
+                    "description": {"type": "string"},
+                    "acceptance_criteria": {"type": "string"},
+                },
+                "required": ["title"],
+            },
+        },
     },
     "required": ["plan_md", "tasks"],
 }
@@ -76,7 +95,11 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
         artifacts["analysis.json"] = (
             json.dumps(result["analysis"], indent=2, sort_keys=True) + "\n"
         )
-    return PhaseResult(artifacts=artifacts, total_tasks=len(tasks))
+    return PhaseResult(
+        artifacts=artifacts,
+        total_tasks=len(tasks),
+        children=[dict(child) for child in result.get("split") or []],
+    )
 
 
 ROLE = Role(

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections, transaction
 from django.utils import timezone
 
+from codex.children.flow import held_step
 from codex.core.database import (
     DATABASE_UNAVAILABLE,
     connection_lost,
@@ -91,6 +92,11 @@ def _advance_task(task_id: str, holder: str) -> str:
         if task.status == Status.PENDING:
             task.start(by=holder)
             task.save()
+        # A parent works through its children; a child's release waits for
+        # the parent's analysis (docs/children.md).
+        held = held_step(task, by=holder)
+        if held is not None:
+            return f"held: {held}"
         phase = task.phase
         run = AgentRun.objects.begin(
             by=holder,

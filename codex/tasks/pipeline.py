@@ -220,6 +220,12 @@ def _planning(task: Task, result: PhaseResult, *, by: str) -> None:
     _store_artifacts(task, result)
     if result.total_tasks is not None:
         task.total_tasks = result.total_tasks
+    if result.children:
+        # Too big for one pull request: the task's next step fans it out to
+        # these children and it waits for them in planning
+        # (docs/children.md).
+        task.phase_progress[Phase.PLANNING]["split"] = list(result.children)
+        return
     task.begin_implementation(by=by)
 
 

@@ -47,6 +47,9 @@ class PhaseResult:
     needs_clarification: bool = False
     # planning
     total_tasks: int | None = None
+    # planning: the planner's split into child requests (title, description,
+    # acceptance_criteria), when the request is too big for one pull request
+    children: list[dict[str, str]] = field(default_factory=list)
     # implementation
     current_task: int | None = None
     commits: list[str] = field(default_factory=list)

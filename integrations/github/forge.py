@@ -395,6 +395,42 @@ class GitHubForge:
         return found
 
     @github_errors
+    def create_issue(self, title: str, body: str) -> dict[str, Any]:
+        """Open an issue (one POST, never retried; look first with
+        find_issue). Returns its number, id (for sub-issues) and url."""
+        _, data = self._request("POST", "/issues", input={"title": title, "body": body})
+        return {"number": data["number"], "id": data["id"], "url": data["html_url"]}
+
+    @github_errors
+    def find_issue(self, marker: str) -> dict[str, Any] | None:
+        """Our issue whose body contains `marker`, among the 100 newest."""
+        ours = self._our_logins()
+        _, items = self._request(
+            "GET",
+            "/issues",
+            parameters={"state": "all", "sort": "created", "per_page": 100},
+        )
+        for item in items or []:
+            login = ((item.get("user") or {}).get("login") or "").lower()
+            if login in ours and marker in (item.get("body") or ""):
+                return {
+                    "number": item["number"],
+                    "id": item["id"],
+                    "url": item["html_url"],
+                }
+        return None
+
+    @github_errors
+    def add_sub_issue(self, issue_number: int, sub_issue_id: int) -> None:
+        """Make issue id `sub_issue_id` a sub-issue of `issue_number` (GitHub's
+        sub-issues API; 422 when it is one already)."""
+        self._request(
+            "POST",
+            f"/issues/{issue_number}/sub_issues",
+            input={"sub_issue_id": sub_issue_id},
+        )
+
+    @github_errors
     def add_labels(self, issue_number: int, labels: list[str]) -> None:
         """Add labels (GitHub keeps labels already there: idempotent)."""
         if labels:

@@ -10,6 +10,7 @@ from codex.children.choices import (
     WorkflowEvent,
 )
 from codex.children.models.analysis import CompletionAnalysis
+from codex.children.models.child import Child
 from codex.children.models.fan_out import FanOut
 from codex.children.models.fan_out_queryset import (
     ANALYSIS_TIMEOUT,
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "MAX_CHILDREN",
     "AnalysisTrigger",
+    "Child",
     "ChildReport",
     "CompletionAnalysis",
     "DecidedBy",

@@ -144,6 +144,25 @@ class StatusTransitions:
 
     @transition(
         field="status",
+        source=Status.IN_PROGRESS,
+        target=Status.COMPLETED,
+        conditions=[guards.children_work_merged],
+        custom={"admin": False},
+    )
+    def complete_children(
+        self, *, by: str, reason: str = "the children's pull requests merged"
+    ) -> None:
+        """A parent whose work its children did (docs/children.md): the
+        completion analysis chose to merge and every chosen pull request
+        merged. The parent has no pull request of its own."""
+        self._clear_block()
+        self._finish_phase()
+        self.current_agent = Agent.NONE
+        self.finished_at = timezone.now()
+        self.enqueue_with_save(CLEANUP_JOB, self.task_id)
+
+    @transition(
+        field="status",
         source=[
             Status.IN_PROGRESS,
             Status.BLOCKED,

@@ -24,11 +24,32 @@ class Command(BaseCommand):
             default=None,
             help="Where the demo keeps its files (default: CODEX_VAR_DIR/demo).",
         )
+        parser.add_argument(
+            "--scenario",
+            choices=["single", "fanout"],
+            default="single",
+            help="single: one request through six phases (the default); "
+            "fanout: a parent request split into two children whose pull "
+            "requests merge.",
+        )
 
     def handle(self, *args, **options):
         from agents.demo import run_demo
 
         root = options["root"] or Path(settings.VAR_DIR) / "demo"
+        if options["scenario"] == "fanout":
+            from agents.demo_fanout import run_fanout_demo
+
+            fanned = run_fanout_demo(root, out=self.stdout.write)
+            if fanned.parent.status != "completed":
+                raise CommandError(
+                    f"the demo's parent {fanned.parent.task_id} ended "
+                    f"{fanned.parent.status}"
+                )
+            self.stdout.write(
+                self.style.SUCCESS("Demo done: the children's changes are merged.")
+            )
+            return
         result = run_demo(root, out=self.stdout.write)
         if result.task.status != "completed":
             raise CommandError(

@@ -1,0 +1,100 @@
+"""Where parents and children meet the task pipeline (docs/children.md).
+
+- `held_step(task)`: called by a worker's step (codex.tasks.jobs.advance_task)
+  before it runs the task's phase. A parent does no phase work of its own
+  once it fans out: its step starts the fan-out (the planner's split, or the
+  children its request lists) and then waits. A child at release waits for
+  the parent's analysis, which merges its pull request (or not); only then
+  does its release step run and complete it.
+- `on_task_transition`: a child that reaches release, or stops (failed,
+  cancelled, escalated), reports to the parent (a job, after the commit).
+- `on_fan_out_transition`: a completed analysis is carried out (a job).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from codex.children.choices import FanOutState
+from codex.children.models import Child, FanOut
+from codex.children.requests import (
+    ChildListInvalid,
+    ChildRequest,
+    from_split,
+    parse_children_list,
+)
+from codex.core.queue import enqueue_on_commit
+
+if TYPE_CHECKING:
+    from codex.tasks.models import Task
+
+logger = logging.getLogger(__name__)
+
+REPORT_JOB = "codex.children.jobs.report_child"
+CARRY_OUT_JOB = "codex.children.jobs.carry_out_analysis"
+SPLIT_KEY = "split"
+REPORTING_TARGETS = {"failed", "cancelled", "escalated"}
+
+
+def requested_children(task: Task) -> list[ChildRequest]:
+    """The children a task is to fan out to: the planner's split, else those
+    its request lists (docs/children.md); [] for an ordinary task. A list
+    that breaks the rules (more than five) is not a fan-out: the task runs
+    as one."""
+    split = (task.phase_progress.get("planning") or {}).get(SPLIT_KEY)
+    try:
+        if split:
+            return from_split(split)
+        return parse_children_list(task.description)
+    except ChildListInvalid as exc:
+        logger.info("%s lists children that cannot fan out: %s", task, exc)
+        return []
+
+
+def held_step(task: Task, *, by: str) -> str | None:
+    """Why the worker's step must not run the task's phase now, after doing
+    the parent's or child's part; None for an ordinary step."""
+    fan_out = FanOut.objects.filter(parent=task).first()
+    if fan_out is None:
+        requests = requested_children(task)
+        if requests:
+            from codex.children.spawn import fan_out_task
+
+            fan_out = fan_out_task(task, requests, by=by)
+    if fan_out is not None:
+        return (
+            f"waiting for {fan_out.expected_child_count} children "
+            f"(fan-out {fan_out.state})"
+        )
+    child = Child.objects.filter(task=task).select_related("fan_out").first()
+    if child is None or task.phase != "release":
+        return None
+    parent_fan_out = child.fan_out
+    if parent_fan_out.state != FanOutState.COMPLETE:
+        return "waiting for the parent's completion analysis"
+    from codex.children.reporting import pr_number
+
+    analysis = getattr(parent_fan_out, "analysis", None)
+    if analysis is None or pr_number(task.pr_url) not in analysis.prs_to_merge:
+        return "not chosen for merging by the parent's analysis"
+    return None
+
+
+def on_task_transition(sender, instance, name, source, target, **kwargs) -> None:
+    """django-fsm post_transition receiver (Task): a child that reached release
+    or stopped reports to its parent, once its transition commits."""
+    if target not in REPORTING_TARGETS and not (
+        target == "release" and name == "begin_release"
+    ):
+        return
+    if instance.pk is None or not Child.objects.filter(task_id=instance.pk).exists():
+        return
+    instance.on_save(lambda: enqueue_on_commit(REPORT_JOB, instance.task_id))
+
+
+def on_fan_out_transition(sender, instance, name, source, target, **kwargs) -> None:
+    """django-fsm post_transition receiver (FanOut): carry out a completed
+    analysis once it commits."""
+    if target == FanOutState.COMPLETE:
+        enqueue_on_commit(CARRY_OUT_JOB, instance.pk)
