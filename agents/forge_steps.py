@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
+from agents import gate_steps
 from agents.roles import Role, RoleContext, reviewer, role_for
 from codex.claims.models import IssueClaim
 from codex.core.errors import ClassifiedFailure
@@ -289,6 +290,10 @@ def release(
         return PhaseResult.escalate(
             "the release policy requires a person to approve the merge"
         )
+    # The repository's merge gate, checked again at the merge (docs/gates.md).
+    waiting = gate_steps.merge_gate(task, forge, branch)
+    if waiting is not None:
+        return waiting
     pull = forge.find_pull_request(branch)
     if pull is None:
         return PhaseResult.failed(f"no pull request for {branch} to merge")

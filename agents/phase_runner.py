@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from agents import feedback as feedback_loop
-from agents import forge_steps
+from agents import forge_steps, gate_steps, people
 from agents.budgets import Budget, TaskBudget
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
@@ -168,6 +168,11 @@ class AgentPhaseRunner:
             awaited = forge_steps.recheck_ci(task, forge, worktree, branch)
             if awaited is not None:
                 return awaited
+        if role.phase == "release":
+            # The merge gate before the release manager's run (docs/gates.md).
+            waiting = gate_steps.merge_gate(task, forge, branch)
+            if waiting is not None:
+                return waiting
         try:
             jail = Jail.for_worktree(worktree, image=repository.sandbox_image)
         except JailUnavailable as exc:
@@ -191,6 +196,8 @@ class AgentPhaseRunner:
                 return PhaseResult.escalate(unrunnable)
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
+        elif role.phase == "planning":
+            extra = people.plan_feedback(task)
         documents = latest_documents(task, DOCUMENTS[role.phase])
         schema = role.schema
         if role.phase == "implementation":
@@ -210,13 +217,20 @@ class AgentPhaseRunner:
             documents=documents,
             instructions=f"{extra}\n\n{instructions}".strip(),
         )
+        # People's messages come first, fenced as human input (docs/gates.md).
+        steering = people.steering_prompt(task, role.name)
+        if steering:
+            prompt = f"{steering}\n\n{prompt}"
         learnings = [
             f"({learning.type}) {learning.content}"
             for learning in Learning.objects.for_prompt(repository)
         ]
         outcome = run_agent(
             client,
-            system=system_blocks(role.system_prompt, learnings=learnings),
+            system=[
+                *system_blocks(role.system_prompt, learnings=learnings),
+                *people.rules_block(task, worktree, role.name),
+            ],
             prompt=prompt,
             result_schema=schema,
             tools=[

@@ -92,6 +92,14 @@ class Forge(Protocol):
         """A comment of ours on the issue containing `marker`, if any."""
         ...
 
+    def edit_comment(self, comment_id: int, body: str) -> Comment:
+        """Replace the body of one of our comments (the progress comment)."""
+        ...
+
+    def approvals(self, number: int) -> list[dict[str, str]]:
+        """Who approves pull request `number` now, and at which commit."""
+        ...
+
     def post_review(self, number: int, body: str) -> Comment:
         """Post the reviewer's comments on pull request `number` as one
         review that neither approves nor requests changes (look first with

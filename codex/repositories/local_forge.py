@@ -274,6 +274,20 @@ class LocalForge:
         )
         return None if comment is None else self._comment_dict(comment, issue_number)
 
+    def edit_comment(self, comment_id: int, body: str) -> Comment:
+        """Replace the body of comment `comment_id` of this repository."""
+        comment = LocalComment.objects.select_related("issue").get(
+            pk=comment_id, issue__repository=self.repository
+        )
+        comment.body = body
+        comment.save(update_fields=["body"])
+        return self._comment_dict(comment, comment.issue.number)
+
+    def approvals(self, number: int) -> list[dict[str, str]]:
+        """None: the local forge has no reviews; people approve on the task
+        page (docs/gates.md)."""
+        return []
+
     def post_review(self, number: int, body: str) -> Comment:
         """A review is a comment on the pull request's number here (the local
         forge has no review threads)."""

@@ -26,6 +26,7 @@ from codex.tasks.models import (
     VerificationReport,
     guards,
 )
+from codex.tasks.models.gates import GateKind, plan_approval_needed, plan_version
 from codex.tasks.runners import PhaseResult
 
 REPORT_FIELDS = {
@@ -65,6 +66,14 @@ def apply_result(task: Task, result: PhaseResult, *, by: str) -> None:
         )
     elif result.outcome == "error" and result.error is not None:
         _act_on_error(task, result.error, by=by)
+    elif result.outcome == "await":
+        task.await_approval(
+            by=by,
+            reason=result.reason,
+            kind=result.gate_kind,
+            mode=result.gate_mode,
+            subject=result.gate_subject,
+        )
     elif result.outcome == "done":
         APPLY_PHASE[task.phase](task, result, by=by)
     else:
@@ -225,6 +234,16 @@ def _planning(task: Task, result: PhaseResult, *, by: str) -> None:
         # these children and it waits for them in planning
         # (docs/children.md).
         task.phase_progress[Phase.PLANNING]["split"] = list(result.children)
+        return
+    if plan_approval_needed(task) and guards.has_tasks(task):
+        # A person reads the spec, plan and tasks first (docs/gates.md):
+        # begin_implementation happens with their approval.
+        task.await_approval(
+            by=by,
+            reason="the spec, plan and tasks wait for a person's approval",
+            kind=GateKind.PLAN,
+            subject=plan_version(task),
+        )
         return
     task.begin_implementation(by=by)
 

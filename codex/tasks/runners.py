@@ -30,7 +30,9 @@ class PhaseResult:
     - "escalate": a person must decide (`reason`, `questions`, `escalation_code`);
     - "failed": an unrecoverable error (`reason`);
     - "error": a classified error of an outside system (`error`), acted on by
-      its action (wait_retry, rotate_token, pull_retry, manual_review, abort).
+      its action (wait_retry, rotate_token, pull_retry, manual_review, abort);
+    - "await": a gate: a person approves or merges first (`reason`,
+      `gate_kind`, `gate_mode`, `gate_subject`; docs/gates.md).
 
     `metrics` (tool_count, files_changed, input_tokens, output_tokens,
     cache_write_tokens, cache_read_tokens, cost_usd, response_length) go to the
@@ -64,6 +66,22 @@ class PhaseResult:
     # outside-system failures and the step's agent-run metrics
     error: ClassifiedError | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    # a gate
+    gate_kind: str = ""
+    gate_mode: str = "approval"
+    gate_subject: str = ""
+
+    @classmethod
+    def awaiting(
+        cls, reason: str, *, kind: str, subject: str = "", mode: str = "approval"
+    ) -> PhaseResult:
+        return cls(
+            outcome="await",
+            reason=reason,
+            gate_kind=kind,
+            gate_mode=mode,
+            gate_subject=subject,
+        )
 
     @classmethod
     def blocked(cls, reason: str, retry_after: timedelta | None = None) -> PhaseResult:

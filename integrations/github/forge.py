@@ -377,6 +377,41 @@ class GitHubForge:
         return _comment(data)
 
     @github_errors
+    def edit_comment(self, comment_id: int, body: str) -> Comment:
+        """Replace the body of comment `comment_id` (the same comment, edited:
+        a PATCH, which repeats harmlessly)."""
+        _, data = self._request(
+            "PATCH", f"/issues/comments/{comment_id}", input={"body": body}
+        )
+        return _comment(data)
+
+    @github_errors
+    def approvals(self, number: int) -> list[dict[str, str]]:
+        """The people whose latest verdict on pull request `number` approves
+        it: login and the commit they approved (a later "changes requested"
+        or a dismissal replaces an approval, as GitHub counts them)."""
+        latest: dict[str, dict[str, str]] = {}
+        reviews = PaginatedList(
+            PullRequestReview,
+            self.github.requester,
+            f"{self.repo.url}/pulls/{number}/reviews",
+            {"per_page": 100},
+        )
+        for review in reviews:
+            if review.user is None or review.state == "COMMENTED":
+                continue
+            latest[review.user.login.lower()] = {
+                "login": review.user.login,
+                "state": review.state,
+                "commit": review.commit_id or "",
+            }
+        return [
+            {"login": seen["login"], "commit": seen["commit"]}
+            for seen in latest.values()
+            if seen["state"] == "APPROVED"
+        ]
+
+    @github_errors
     def find_review(self, number: int, marker: str) -> Comment | None:
         """Our review on pull request `number` containing `marker` (the
         newest), read through every page of its reviews."""

@@ -29,9 +29,6 @@ from codex.tasks.models.gates import (
 if TYPE_CHECKING:
     from codex.tasks.models.task import Task
 
-PROGRESS_JOB = "codex.tasks.progress.update_progress_comment"
-
-
 class GateTransitions:
     """Task's gate transitions; the state diagram is in Task's docstring."""
 
@@ -53,7 +50,6 @@ class GateTransitions:
         """Wait for a person: open a gate saying on what and why."""
         gate = Gate(task=self, kind=kind, mode=mode, reason=reason, subject=subject)
         self.on_save(gate.save)
-        self.enqueue_with_save(PROGRESS_JOB, self.task_id)
 
     @transition(
         field="status",

@@ -67,6 +67,8 @@ class TaskQuerySet(VersionedQuerySet):
         idempotency_key: str | None = None,
         issue_number: int | None = None,
         requested_by=None,
+        requester_login: str = "",
+        plan_approval_required: bool = False,
     ) -> tuple[Task, bool]:
         """Create a task (and enqueue its first step), or return the one created
         earlier with the same idempotency key. Returns (task, created).
@@ -99,6 +101,8 @@ class TaskQuerySet(VersionedQuerySet):
             request_fingerprint=fingerprint,
             issue_number=issue_number,
             requested_by=requested_by,
+            requester_login=requester_login,
+            plan_approval_required=plan_approval_required,
         )
         # Only the request is validated here: protected state fields refuse
         # full_clean's re-assignment (see STACK.md).

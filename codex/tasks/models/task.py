@@ -35,6 +35,7 @@ from codex.tasks.models.status_transitions import StatusTransitions
 TASK_ID_PATTERN = r"^FEAT-\d{8}-[a-z0-9]{6}$"
 TITLE_MAX_LENGTH = 200
 ERRORS_KEPT = 50
+PROGRESS_JOB = "codex.tasks.progress.update_progress_comment"
 
 PHASE_AGENT = {
     Phase.INTAKE: Agent.PM,
@@ -536,6 +537,12 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
     retry_after = method_kwargs.get("retry_after")
     if retry_after:
         data["retry_after_seconds"] = retry_after.total_seconds()
+    if instance.issue_number and not instance.__dict__.get("_progress_queued"):
+        # The issue's progress comment follows every change (docs/gates.md):
+        # one job per save, however many transitions it writes.
+        instance.__dict__["_progress_queued"] = True
+        instance.enqueue_with_save(PROGRESS_JOB, instance.task_id)
+        instance.on_save(lambda: instance.__dict__.pop("_progress_queued", None))
     instance.record(
         EventKind.TRANSITION,
         by=str(method_kwargs.get("by") or "unknown"),

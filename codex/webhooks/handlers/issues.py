@@ -38,6 +38,11 @@ def _has_label(issue: dict, name: str) -> bool:
     )
 
 
+def plan_label() -> str:
+    """The label that asks for the plan to be approved before any code."""
+    return getattr(settings, "CODEX_PLAN_LABEL", "codex:plan")
+
+
 def handle(context: Context) -> Result:
     """opened with the trigger label, or labelled with it: from someone with
     write access, create the task (idempotently: one per issue) and claim the
@@ -88,6 +93,10 @@ def handle(context: Context) -> Result:
             issue_number=number,
             idempotency_key=f"github:{repository.pk}:{number}",
             actor=context.actor,
+            # Who asked never approves alone; a label asks for plan approval
+            # (docs/gates.md).
+            requester_login=context.sender,
+            plan_approval_required=_has_label(issue, plan_label()),
         )
     except IdempotencyMismatch as exc:
         # The issue was edited since its task was created: the task stands.

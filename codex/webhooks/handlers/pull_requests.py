@@ -9,7 +9,16 @@ from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus
-from codex.tasks.models import Phase, ReviewReport, Status, Task
+from codex.tasks.models import (
+    Decider,
+    GateDecision,
+    GateKind,
+    GateRefused,
+    Phase,
+    ReviewReport,
+    Status,
+    Task,
+)
 from codex.tasks.models.queryset import ADVANCE_JOB
 from codex.tasks.models.reports import Recommendation
 from codex.webhooks.handlers.common import (
@@ -105,6 +114,11 @@ def _update_task(
         with transaction.atomic():
             task.pr_merged = True
             task.record(EventKind.WEBHOOK, by=context.actor, reason=reason, data=data)
+            if task.status == Status.AWAITING_APPROVAL and can_proceed(
+                task.notice_merge
+            ):
+                # A person merged what waited at the merge gate (docs/gates.md).
+                task.notice_merge(by=context.actor, reason=reason)
             task.save(release_lease=True)
             if task.status == Status.IN_PROGRESS:
                 enqueue_on_commit(ADVANCE_JOB, task.task_id)
@@ -129,6 +143,8 @@ def handle_review(context: Context) -> Result:
     if context.action != "submitted":
         return ignored(f"pull_request_review.{context.action} needs nothing")
     review = obj(context.payload.get("review"))
+    if str(review.get("state") or "").lower() == "approved":
+        return _approve_merge_gate(context, review)
     if str(review.get("state") or "").lower() != "changes_requested":
         return ignored(f"review state {review.get('state')!r} needs nothing")
     pull = obj(context.payload.get("pull_request"))
@@ -173,6 +189,46 @@ def handle_review(context: Context) -> Result:
         _merge_human_review(report, human)
         enqueue_on_commit(ADVANCE_JOB, task.task_id)
     return processed(f"review fed into {task.task_id}'s review cycle {cycle}")
+
+
+def _approve_merge_gate(context: Context, review: dict) -> Result:
+    """An approving review from someone with write access, other than the
+    requester, decides a task's open merge gate at the reviewed commit
+    (docs/gates.md); the release step then merges."""
+    pull = obj(context.payload.get("pull_request"))
+    task = task_for_pull_request(
+        context.repository,
+        html_url=str(pull.get("html_url") or ""),
+        head=str(obj(pull.get("head")).get("ref") or ""),
+    )
+    if task is None:
+        return ignored("no task for this pull request")
+    gate = task.open_gate
+    if gate is None or gate.kind != GateKind.MERGE:
+        return ignored(f"{task.task_id} is not waiting for a merge approval")
+    decider = Decider(
+        label=context.actor,
+        login=context.sender,
+        may_approve=not context.sender_is_bot and sender_can_write(context),
+    )
+    try:
+        task.decide_gate(
+            GateDecision.APPROVED,
+            decider=decider,
+            subject=str(review.get("commit_id") or ""),
+        )
+    except GateRefused as refused:
+        Event.log(
+            EventKind.CONTROL,
+            actor=context.actor,
+            reason=f"merge approval not accepted: {refused.reason}",
+            task=task,
+            data={"delivery": context.delivery.delivery_id},
+        )
+        return ignored(f"approval not accepted: {refused.reason}")
+    except LeaseUnavailable:
+        return deferred(f"task {task.task_id} is busy; the approval is applied later")
+    return processed(f"merge of {task.task_id} approved by {context.sender}")
 
 
 def _merge_human_review(report: ReviewReport, human: dict) -> None:
