@@ -14,9 +14,6 @@ from typing import Any
 
 from django.conf import settings
 
-# The share of the worker's job timeout (Q_TIMEOUT) an agent run may take.
-JOB_TIMEOUT_SHARE = 0.8
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -32,7 +29,7 @@ class Budget:
     max_seconds: float = 1800
     wrap_up_at: float = 0.8
     max_invalid_submissions: int = 3
-    max_response_tokens: int = 8192
+    max_response_tokens: int = 0  # 0: the model's whole output budget
     tool_output_chars: int = 20_000
     context_chars: int = 400_000  # about 100k tokens of history
     keep_recent_turns: int = 4
@@ -47,15 +44,10 @@ class Budget:
             return getattr(settings, name, default)
 
         base = cls()
+        # The run's time is its own budget: the step's heartbeat keeps the
+        # task's lease while it works, and CODEX_JOB_TIMEOUT (a safety net
+        # for a hung worker) is set well above it (docs: README, budgets).
         max_seconds = float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds))
-        job_timeout = get("Q_TIMEOUT", None)
-        if job_timeout:
-            # django-q kills a job at its timeout: a run allowed longer is cut
-            # short there, its task waits for the stale-work reaper, and the
-            # phase starts over only to be killed again, forever. Ending inside
-            # the job (wrap-up first, then budget_exhausted: a person decides)
-            # leaves the rest of the step (worktree, tests, merge) its share.
-            max_seconds = min(max_seconds, float(job_timeout) * JOB_TIMEOUT_SHARE)
         return cls(
             max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
             max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),

@@ -56,7 +56,12 @@ from agents.tools import Tool, ToolRecord
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Learning
 from codex.tasks.runners import PhaseResult
-from integrations.anthropic.client import ModelNotConfigured, model_client
+from integrations.anthropic.client import (
+    ModelNotConfigured,
+    effort_for,
+    model_client,
+    thinking_for,
+)
 from integrations.git import (
     add_worktree,
     branch_name,
@@ -240,6 +245,8 @@ class AgentPhaseRunner:
             ],
             budget=task_budget.apply(Budget.from_settings()),
             on_tool=lambda record: self._record_tool(task, role, record),
+            thinking=thinking_for(role.name),
+            effort=effort_for(role.name),
         )
         context.charge(outcome.metrics)  # answers to questions between roles
         if context.extra.get(HUMAN_QUESTIONS):

@@ -54,9 +54,10 @@ class Kind:
     SUBMITTED = "submitted"
     BUDGET_EXHAUSTED = "budget_exhausted"  # escalate: a person raises the budget
     REFUSAL = "refusal"  # manual review
-    INVALID_RESULT = "invalid_result"  # fail
-    NO_RESULT = "no_result"  # fail
-    CONTEXT_OVERFLOW = "context_overflow"  # fail
+    # After one more chance with the reason: a person looks (never a failure).
+    INVALID_RESULT = "invalid_result"
+    NO_RESULT = "no_result"
+    CONTEXT_OVERFLOW = "context_overflow"
     ERROR = "error"  # the client's classified error decides
 
 
@@ -108,21 +109,21 @@ class RunOutcome:
 
     def phase_result(self) -> Any:
         """A PhaseResult for a failed run (role modules fill in a successful
-        one from `result`): budget exhaustion escalates with its reason, a
-        refusal goes to manual review, a client error keeps its action, the
-        rest fail."""
+        one from `result`): budget exhaustion escalates with its reason; a
+        refusal, a run without a (valid) result and an overflowing context go
+        to manual review (the model already had a second chance: a person
+        decides whether to retry, never a terminal failure); a client error
+        keeps its action."""
         from codex.tasks.runners import PhaseResult
 
         if self.kind == Kind.ERROR and self.error is not None:
             result = PhaseResult.from_error(self.error)
         elif self.kind == Kind.BUDGET_EXHAUSTED:
             result = PhaseResult.escalate(self.reason, code=BUDGET_ESCALATION_CODE)
-        elif self.kind == Kind.REFUSAL:
-            result = PhaseResult.escalate(self.reason, code="manual_review")
         elif self.kind == Kind.SUBMITTED:
             result = PhaseResult()
         else:
-            result = PhaseResult.failed(self.reason)
+            result = PhaseResult.escalate(self.reason, code="manual_review")
         result.metrics = self.metrics.as_dict()
         return result
 
@@ -135,7 +136,9 @@ class ModelClient(Protocol):
         system: Any = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
-        max_tokens: int = ...,
+        max_tokens: int | None = ...,
+        thinking: Mapping[str, Any] | None = ...,
+        effort: str | None = ...,
     ) -> Response: ...
 
 
@@ -152,6 +155,10 @@ NUDGE = (
 CONTINUE = (
     "Your reply was cut off at the output limit. Any tool calls in it were not "
     "run. Continue, in smaller steps."
+)
+LAST_CHANCE = (
+    "{reason}. This is the last chance in this run: finish the work and call "
+    "submit_result with an object matching its schema."
 )
 CONTINUE_AFTER_COMPACTION = (
     "The conversation reached the model's context limit; older tool outputs "
@@ -187,8 +194,12 @@ class _Run:
         on_tool: Callable[[ToolRecord], None] | None,
         clock: Callable[[], float],
         sleep: Callable[[float], None] = time.sleep,
+        thinking: Mapping[str, Any] | None = None,
+        effort: str | None = None,
     ) -> None:
         self.client = client
+        self.thinking = dict(thinking) if thinking else None
+        self.effort = effort
         self.sleep = sleep
         self.model_retries = 0  # in-place retries so far, this run
         self.failures_in_a_row = 0
@@ -214,6 +225,7 @@ class _Run:
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         self.invalid = 0
         self.nudged = False
+        self.second_chance_used = False
         self.wrapped_up = False
 
     def outcome(self, kind: str, reason: str = "", **extra: Any) -> RunOutcome:
@@ -281,7 +293,10 @@ class _Run:
             system=system,
             tools=tools,
             model=self.model,
-            max_tokens=self.budget.max_response_tokens,
+            # None: the model's whole output budget (the client knows it).
+            max_tokens=self.budget.max_response_tokens or None,
+            thinking=self.thinking,
+            effort=self.effort,
         )
         m = self.metrics
         m.turns += 1
@@ -339,7 +354,8 @@ class _Run:
         elif name in self.tools:
             outcome = self.tools[name].call(arguments)
         else:
-            message = f"unknown tool {name!r}"
+            known = ", ".join([*self.tools, SUBMIT_RESULT])
+            message = f"unknown tool {name!r}; the tools are: {known}"
             outcome = ToolOutcome(
                 f"Error: {message}", True, ToolRecord(name or "?", False, message)
             )
@@ -414,13 +430,18 @@ class _Run:
             uses = response.tool_uses
             if not uses:
                 if self.nudged:
-                    return self.outcome(
-                        Kind.NO_RESULT,
-                        "the model ended its turn twice without submitting a result",
+                    # Two text-only turns in a row.
+                    reason = (
+                        "the model ended its turn twice without submitting a result"
                     )
+                    if self.second_chance(reason):
+                        continue
+                    return self.outcome(Kind.NO_RESULT, reason)
                 self.nudged = True
                 self.add_user([{"type": "text", "text": NUDGE}])
                 continue
+            # Working again: a later text-only turn gets its own nudge.
+            self.nudged = False
             results, submitted = [], None
             for block in uses:
                 result, accepted = self.call_tool(block)
@@ -431,11 +452,30 @@ class _Run:
             if submitted is not None:
                 return self.outcome(Kind.SUBMITTED, result=submitted)
             if self.invalid >= self.budget.max_invalid_submissions:
-                return self.outcome(
-                    Kind.INVALID_RESULT,
+                reason = (
                     f"{self.invalid} invalid results submitted; the last errors: "
-                    + results[-1]["content"][:500],
+                    + results[-1]["content"][:500]
                 )
+                if self.second_chance(reason):
+                    continue
+                return self.outcome(Kind.INVALID_RESULT, reason)
+
+    def second_chance(self, reason: str) -> bool:
+        """Once per run, a run about to end without a result goes on with
+        the reason and a last call to submit. False when it was used."""
+        if self.second_chance_used:
+            return False
+        self.second_chance_used = True
+        self.nudged = False
+        self.invalid = 0
+        text = LAST_CHANCE.format(reason=reason[0].upper() + reason[1:])
+        last = self.messages[-1]
+        if last["role"] == "user":
+            # The tool results just added: the note joins them.
+            last["content"] = [*last["content"], {"type": "text", "text": text}]
+        else:
+            self.add_user([{"type": "text", "text": text}])
+        return True
 
 
 def run_agent(
@@ -450,6 +490,8 @@ def run_agent(
     on_tool: Callable[[ToolRecord], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    thinking: Mapping[str, Any] | None = None,
+    effort: str | None = None,
 ) -> RunOutcome:
     """Run one agent session to its submitted result or its stop reason.
 
@@ -457,8 +499,10 @@ def run_agent(
     agents.prompts.system_blocks); `prompt` the first user message; `tools`
     the role's tools (a Sandbox's `tools()` plus role tools); `on_tool` is
     called with each call's record (log it as a tool event); `sleep` waits
-    before a transient model error is retried in place. Never raises for model
-    or tool failures: the outcome says what happened.
+    before a transient model error is retried in place; `thinking` and
+    `effort` are the role's thinking configuration (None: the model's
+    default). Never raises for model or tool failures: the outcome says what
+    happened.
     """
     run = _Run(
         client,
@@ -471,5 +515,7 @@ def run_agent(
         on_tool=on_tool,
         clock=clock,
         sleep=sleep,
+        thinking=thinking,
+        effort=effort,
     )
     return run.run()

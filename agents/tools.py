@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+
+logger = logging.getLogger(__name__)
 
 
 class ToolError(Exception):
@@ -76,7 +78,10 @@ class Tool:
             answer = self.handler(dict(arguments))
         except ToolError as exc:
             return _failure(self.name, str(exc), arguments)
-        except (OSError, ValueError, TypeError, KeyError, re.error) as exc:
+        except Exception as exc:  # noqa: BLE001 (any crash is the model's error)
+            # A tool that crashes must not end the run: the model reads the
+            # error and works around it; the log keeps the traceback.
+            logger.warning("tool %s crashed", self.name, exc_info=True)
             return _failure(self.name, f"{type(exc).__name__}: {exc}", arguments)
         text, changed = answer if isinstance(answer, tuple) else (answer, ())
         return ToolOutcome(
@@ -154,13 +159,18 @@ def _failure(tool: str, message: str, arguments: Mapping[str, Any]) -> ToolOutco
 
 
 def cap_text(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, with a note saying how much was left
-    out so the model knows to ask for a narrower range."""
+    """`text` cut to about `limit` characters, keeping its beginning and its
+    end (a test run's failure summary is printed last) with a marker of what
+    was cut in between, so the model knows to ask for a narrower range."""
     if len(text) <= limit:
         return text
+    head = limit // 2
+    tail = limit - head
+    cut = len(text) - head - tail
     return (
-        f"{text[:limit]}\n[output truncated: showing the first {limit} of "
-        f"{len(text)} characters; narrow the request to see the rest]"
+        f"{text[:head]}\n[... {cut} of {len(text)} characters cut here; the "
+        f"beginning and the end are shown: narrow the request to see the rest "
+        f"...]\n{text[-tail:]}"
     )
 
 

@@ -347,7 +347,9 @@ SPECTACULAR_SETTINGS = {
 # --- Workers (django-q2) ---------------------------------------------------
 # timeout < retry, or a slow step is handed to a second worker while the first
 # still runs it; max_attempts is finite so a poisoned job stops being retried.
-Q_TIMEOUT = env_int("CODEX_JOB_TIMEOUT", 900, minimum=10)
+# Above the longest agent run's time budget: the heartbeat keeps a working
+# step's lease, and the timeout only catches a hung worker.
+Q_TIMEOUT = env_int("CODEX_JOB_TIMEOUT", 7200, minimum=10)
 Q_RETRY = env_int("CODEX_JOB_RETRY", Q_TIMEOUT + 300, minimum=11)
 if Q_RETRY <= Q_TIMEOUT:
     raise ImproperlyConfigured(
@@ -548,7 +550,8 @@ CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
 CODEX_TASK_MAX_COST_USD = env_amount("CODEX_TASK_MAX_COST_USD", "50")
 CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
 CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
-    "CODEX_AGENT_MAX_RESPONSE_TOKENS", 8192, minimum=256
+# 0: each reply may use the model's whole output budget (streamed).
+    "CODEX_AGENT_MAX_RESPONSE_TOKENS", 0, minimum=0
 )
 CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
     "CODEX_AGENT_TOOL_OUTPUT_CHARS", 20_000, minimum=1000

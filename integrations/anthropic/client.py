@@ -43,7 +43,27 @@ SOURCE = "claude"
 # A current model; CODEX_MODEL and CODEX_MODEL_<ROLE> override it.
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_TIMEOUT_SECONDS = 300
-DEFAULT_MAX_TOKENS = 8192
+# The most a reply may hold, per model family (the models overview's "Max
+# output"): a run asks for all of it, so a large file write is not cut off.
+# Longest prefix first; anything unknown gets DEFAULT_MAX_TOKENS.
+MAX_OUTPUT_TOKENS: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4-5", 64_000),
+    ("claude-sonnet-4-5", 64_000),
+    ("claude-haiku-4-5", 64_000),
+    ("claude-opus-4-1", 32_000),
+    ("claude-opus-4-0", 32_000),
+    ("claude-opus-4-2", 32_000),  # claude-opus-4-20250514
+    ("claude-sonnet-4-0", 64_000),
+    ("claude-sonnet-4-2", 64_000),
+    ("claude-opus-4-6", 128_000),
+    ("claude-sonnet-4-6", 128_000),
+    ("claude-opus-4-", 128_000),
+    ("claude-opus-5", 128_000),
+    ("claude-sonnet-5", 128_000),
+    ("claude-haiku-5", 128_000),
+    ("claude-fable-5", 128_000),
+)
+DEFAULT_MAX_TOKENS = 32_000
 MAX_RETRIES_CAP = 1
 # SDK clients kept per process (_shared_sdk); past this many distinct
 # configurations (rotated keys, tests changing settings) the cache starts over.
@@ -281,6 +301,46 @@ def classify_sdk_error(exc: BaseException) -> ClassifiedError:
 # -- the client -------------------------------------------------------------
 
 
+def max_output_tokens(model: str) -> int:
+    """The most output tokens `model` may produce in one reply."""
+    for prefix, tokens in MAX_OUTPUT_TOKENS:
+        if model.startswith(prefix):
+            return tokens
+    return DEFAULT_MAX_TOKENS
+
+
+# Roles that think before they act by default: planning, writing and
+# reviewing code gain from it; triage, QA's judging and release notes do not
+# need it. CODEX_THINKING_<ROLE> overrides: "adaptive" (the model decides how
+# much), a number (manual extended thinking with that budget of tokens, for
+# models without adaptive thinking), or "off".
+THINKING_ROLES = frozenset({"planner", "developer", "reviewer"})
+
+
+def thinking_for(role: str | None) -> dict[str, Any] | None:
+    """The thinking configuration of `role`'s requests, None for none."""
+    default = "adaptive" if role in THINKING_ROLES else "off"
+    value = default
+    if role:
+        value = getattr(settings, f"CODEX_THINKING_{role.upper()}", None) or default
+    value = str(value).strip().lower()
+    if value in ("off", "none", "0", "false", "disabled"):
+        return None
+    if value.isdigit():
+        # The API's minimum budget is 1,024 tokens.
+        return {"type": "enabled", "budget_tokens": max(1024, int(value))}
+    return {"type": "adaptive"}
+
+
+def effort_for(role: str | None) -> str | None:
+    """CODEX_EFFORT_<ROLE> (low, medium, high, xhigh, max), else the model's
+    default (None)."""
+    if not role:
+        return None
+    value = getattr(settings, f"CODEX_EFFORT_{role.upper()}", None)
+    return str(value) if value else None
+
+
 def model_for(role: str | None = None) -> str:
     """CODEX_MODEL_<ROLE> if set, else CODEX_MODEL, else DEFAULT_MODEL."""
     if role:
@@ -384,21 +444,33 @@ class ModelClient:
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        effort: str | None = None,
     ) -> Response:
-        """One Messages API call. Raises ClassifiedFailure on any SDK error."""
+        """One Messages API call, streamed (so a long reply is not cut by a
+        read timeout, and a reply may use the model's whole output budget:
+        `max_tokens` None asks for `max_output_tokens(model)`). `thinking` is
+        the thinking configuration ({"type": "adaptive"}, or "enabled" with
+        budget_tokens), `effort` the output effort (low ... max). Raises
+        ClassifiedFailure on any SDK error."""
         chosen = model or self.model
         kwargs: dict[str, Any] = {
             "model": chosen,
-            "max_tokens": max_tokens,
+            "max_tokens": max_tokens or max_output_tokens(chosen),
             "messages": list(messages),
         }
         if system:
             kwargs["system"] = system if isinstance(system, str) else list(system)
         if tools:
             kwargs["tools"] = list(tools)
+        if thinking:
+            kwargs["thinking"] = dict(thinking)
+        if effort:
+            kwargs["output_config"] = {"effort": effort}
         try:
-            message = self._sdk.messages.create(**kwargs)
+            with self._sdk.messages.stream(**kwargs) as stream:
+                message = stream.get_final_message()
         except anthropic.AnthropicError as exc:
             raise ClassifiedFailure(classify_sdk_error(exc)) from exc
         usage = Usage.from_api(message.usage)

@@ -97,12 +97,18 @@ def test_an_invalid_result_goes_back_as_an_error_then_a_valid_one_passes(
     assert [r.success for r in outcome.records] == [False, True]
 
 
-def test_repeated_invalid_results_fail_the_run(stub, client, worktree):
-    stub.add(*[submit({"summary": 3}) for _ in range(3)])
+def test_repeated_invalid_results_get_one_more_chance_then_escalate(
+    stub, client, worktree
+):
+    stub.add(*[submit({"summary": 3}) for _ in range(6)])
     outcome = run(client, worktree, budget=Budget(max_invalid_submissions=3))
     assert outcome.kind == Kind.INVALID_RESULT
+    assert len(stub.requests) == 6
+    last_chance = last_user_blocks(stub.bodies[3])[-1]["text"]
+    assert last_chance.startswith("3 invalid results submitted")
+    assert "last chance" in last_chance
     assert "expected string" in outcome.reason
-    assert outcome.phase_result().outcome == "failed"
+    assert outcome.phase_result().outcome == "escalate"
 
 
 def test_tool_failures_are_is_error_results(stub, client, worktree):
@@ -118,7 +124,11 @@ def test_tool_failures_are_is_error_results(stub, client, worktree):
     results = last_user_blocks(stub.bodies[1])
     assert [r["is_error"] for r in results] == [True, True]
     assert "outside the worktree" in results[0]["content"]
-    assert "unknown tool" in results[1]["content"]
+    assert (
+        "unknown tool 'no_such_tool'; the tools are: list_files"
+        in (results[1]["content"])
+    )
+    assert "submit_result" in results[1]["content"]
 
 
 def test_rate_limit_stops_the_run_with_wait_retry(stub, client, worktree):
@@ -180,11 +190,17 @@ def test_pause_turn_sends_the_turn_back(stub, client, worktree):
     assert stub.bodies[1]["messages"][-1]["role"] == "assistant"
 
 
-def test_end_turn_without_a_result_is_nudged_once_then_fails(stub, client, worktree):
-    stub.add(message("I think I'm done."), message("Really done."))
+def test_end_turn_without_a_result_is_nudged_then_given_a_last_chance(
+    stub, client, worktree
+):
+    stub.add(*[message("I think I'm done.") for _ in range(4)])
     outcome = run(client, worktree)
     assert outcome.kind == Kind.NO_RESULT
     assert stub.bodies[1]["messages"][-1]["content"][0]["text"] == NUDGE
+    assert "last chance" in stub.bodies[2]["messages"][-1]["content"][0]["text"]
+    assert stub.bodies[3]["messages"][-1]["content"][0]["text"] == NUDGE
+    assert len(stub.requests) == 4
+    assert outcome.phase_result().outcome == "escalate"
 
     stub.add(message("Done."), submit(GOOD))
     assert run(client, worktree).ok
@@ -277,8 +293,8 @@ def test_tool_output_is_capped(stub, client, worktree):
     stub.add(message(tool_use("read_file", {"path": "huge.txt"})), submit(GOOD))
     run(client, worktree, budget=Budget(tool_output_chars=1000))
     content = last_user_blocks(stub.bodies[1])[0]["content"]
-    assert len(content) < 1200
-    assert "output truncated" in content
+    assert len(content) < 1300
+    assert "characters cut here" in content
 
 
 def test_cache_breakpoints_on_system_tools_and_the_conversation(stub, client, worktree):

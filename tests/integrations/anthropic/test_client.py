@@ -22,7 +22,7 @@ from integrations.anthropic.client import (
     model_for,
     price_for,
 )
-from tests.model_stub import error, message, submit, tool_use
+from tests.model_stub import error, message, server_sent_events, submit, tool_use
 
 
 def _send(client, **kwargs):
@@ -147,17 +147,21 @@ def test_an_httpx2_mock_transport_can_stand_in_for_the_server():
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
+        # The client streams: the answer is the API's event stream.
         return httpx2.Response(
             200,
-            json={
-                "id": "msg_1",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-haiku-4-5",
-                "content": [{"type": "text", "text": "hi"}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": 10, "output_tokens": 2},
-            },
+            headers={"content-type": "text/event-stream"},
+            content=server_sent_events(
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-haiku-4-5",
+                    "content": [{"type": "text", "text": "hi"}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 10, "output_tokens": 2},
+                }
+            ),
         )
 
     client = ModelClient(
