@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from xml.etree.ElementTree import Element
 
 import markdown
+import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
@@ -60,10 +61,32 @@ class _SafeMarkdown(Extension):
         md.treeprocessors.register(_SafeElements(md), "codex_safe_elements", 5)
 
 
+# What rendered Markdown may hold; nh3 (the Ammonia sanitiser) removes the rest.
+ALLOWED_TAGS = frozenset(
+    {
+        *("p", "br", "hr", "blockquote", "pre", "code", "span"),
+        *("h1", "h2", "h3", "h4", "h5", "h6"),
+        *("ul", "ol", "li", "dl", "dt", "dd"),
+        *("em", "strong", "del", "sub", "sup", "a"),
+        *("table", "thead", "tbody", "tr", "th", "td"),
+    }
+)
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
+
+
 def render_markdown(text: str) -> SafeString:
-    """Markdown → HTML that is safe to show, for untrusted text."""
+    """Markdown → HTML that is safe to show, for untrusted text: raw HTML is
+    escaped while rendering, and the result passes an allow-list sanitiser
+    (only the tags, attributes and URL schemes above survive)."""
     converter = markdown.Markdown(
         extensions=[_SafeMarkdown(), "fenced_code", "tables", "sane_lists"],
         output_format="html",
     )
-    return mark_safe(converter.convert(text or ""))  # noqa: S308 - see _SafeMarkdown
+    cleaned = nh3.clean(
+        converter.convert(text or ""),
+        tags=set(ALLOWED_TAGS),
+        attributes={tag: set(names) for tag, names in ALLOWED_ATTRIBUTES.items()},
+        url_schemes=set(SAFE_URL_SCHEMES),
+        link_rel="nofollow noopener noreferrer",
+    )
+    return mark_safe(cleaned)  # noqa: S308 - allow-list sanitised just above

@@ -3,6 +3,8 @@ no remote images."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from codex.tasks.safe_markdown import is_safe_url, render_markdown
@@ -58,7 +60,9 @@ def test_raw_html_is_shown_as_text(source):
     ],
 )
 def test_script_links_lose_their_target(source):
-    assert render_markdown(source) == "<p><a>x</a></p>"
+    assert (
+        render_markdown(source) == '<p><a rel="nofollow noopener noreferrer">x</a></p>'
+    )
 
 
 def test_autolinks_only_for_web_and_mail():
@@ -100,3 +104,23 @@ def test_is_safe_url(url, safe):
 def test_empty_text():
     assert render_markdown("") == ""
     assert render_markdown(None) == ""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "<svg onload=alert(1)>",
+        "[x](javascript:alert(1))",
+        "<iframe src=//evil.example></iframe>",
+        "<details open ontoggle=alert(1)>",
+        '<a href="https://ok.example" onclick="alert(1)" style="x">ok</a>',
+        "```\n</code><script>alert(1)</script>\n```",
+    ],
+)
+def test_only_allow_listed_tags_and_attributes_survive(source):
+    html = str(render_markdown(source))
+    tags = re.findall(r"<\s*([a-zA-Z0-9]+)([^>]*)>", html)
+    for name, attributes in tags:
+        assert name in {"p", "a", "pre", "code"}, html
+        assert not re.search(r"\b(on\w+|style)\s*=", attributes), html
+        assert "javascript:" not in attributes, html

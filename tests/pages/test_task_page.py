@@ -139,7 +139,7 @@ def test_artifacts_render_markdown_safely_latest_version(member_client):
     assert "<script>alert(1)" not in content
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in content
     assert "javascript:" not in content
-    assert "<a>click</a>" in content
+    assert '<a rel="nofollow noopener noreferrer">click</a>' in content
     assert "evil.example" not in content
     assert "[image: pixel]" in content
     assert "<code>&lt;b&gt;</code>" in content
