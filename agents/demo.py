@@ -243,6 +243,12 @@ def demo_settings(root: Path, stub_url: str) -> dict[str, Any]:
         "CODEX_SANDBOX_PATH": f"{toolchain / 'bin'}:{SYSTEM_PATH}",
         "CODEX_SANDBOX_READONLY_PATHS": toolchain_paths(toolchain),
         "CODEX_SANDBOX_ENV": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        # Notifications go out by email through Django's file backend (one
+        # file per message under var/demo/mail), unless the console says else.
+        "CODEX_NOTIFY_CHANNELS": "email",
+        "CODEX_NOTIFY_EMAIL_TO": "team@example.com",
+        "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "EMAIL_FILE_PATH": str(root / "mail"),
     }
 
 
@@ -298,6 +304,7 @@ class DemoResult:
     steps: list[str] = field(default_factory=list)
     bare: Path | None = None
     main_log: str = ""
+    mail_dir: Path | None = None
 
 
 def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
@@ -339,6 +346,10 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
                 task.refresh_from_db()
                 if task.status not in (Status.PENDING, Status.IN_PROGRESS):
                     break  # completed, or stopped: blocked, escalated, failed
+            from codex.notifications.jobs import drain_outbox
+
+            drain_outbox()  # what the scheduled outbox job would send now
+            result.mail_dir = root / "mail"
     result.main_log = git("log", "--format=%h %s", "main", cwd=bare) + git(
         "show", "--stat", "--format=", "main", cwd=bare
     )
@@ -394,6 +405,11 @@ def report(result: DemoResult, out: Callable[[str], None]) -> None:
         )
     for review in ReviewReport.objects.filter(task=task):
         out(f"  review: {review.assessment}")
+    out("Notifications:")
+    for note in task.notifications.order_by("created_at", "id"):
+        out(f"  {note.channel:<6} {note.status:<7} to {note.recipient}: {note.subject}")
+    if result.mail_dir is not None and result.mail_dir.exists():
+        out(f"  (the email files are in {result.mail_dir})")
     out(f"main in {result.bare}:")
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")

@@ -486,9 +486,10 @@ CODEX_SCHEDULES = {
         "CODEX_EVERY_EVENT_PRUNING_MINUTES", 1440, minimum=0
     ),
 }
-CODEX_NOTIFY_SENDER = env_str(
-    "CODEX_NOTIFY_SENDER", "integrations.notify.senders.LogSender"
-)
+# Empty: each notification goes through its channel's sender
+# (integrations.notify.senders.CHANNEL_SENDERS); a dotted class path here
+# carries every channel instead (development, tests).
+CODEX_NOTIFY_SENDER = env_str("CODEX_NOTIFY_SENDER", "")
 CODEX_NOTIFY_WEBHOOK_URL = env_str("CODEX_NOTIFY_WEBHOOK_URL", "") or None
 CODEX_NOTIFY_WEBHOOK_TIMEOUT = env_int("CODEX_NOTIFY_WEBHOOK_TIMEOUT", 10, minimum=1)
 CODEX_NOTIFY_EMAIL_FROM = env_str("CODEX_NOTIFY_EMAIL_FROM", "") or None

@@ -12,14 +12,15 @@ logger = logging.getLogger(__name__)
 
 def drain_outbox(limit: int = 100) -> dict[str, int]:
     """Scheduled: deliver up to `limit` due notifications (pending, next attempt
-    time reached) through the configured sender (CODEX_NOTIFY_SENDER).
+    time reached), each through its channel's sender (email, teams, slack,
+    webhook, log: integrations.notify.senders.get_sender).
 
     Returns counts: sent, retried (failed, another attempt scheduled), failed
     (given up) and skipped (another worker claimed the row first). Safe to run
     from several workers at once: `Notification.deliver` claims each row with
     one conditional UPDATE, so each notification is sent at most once.
     """
-    sender = get_sender()
+    senders: dict[str, object] = {}
     counts = {"sent": 0, "retried": 0, "failed": 0, "skipped": 0}
     # Ids first: a row another worker sends meanwhile is then skipped by the
     # claim, rather than the queryset being re-evaluated under our feet.
@@ -32,7 +33,10 @@ def drain_outbox(limit: int = 100) -> dict[str, int]:
         def send(row: Notification) -> None:
             nonlocal attempted
             attempted = True
-            receipt = sender.send(row)
+            if row.channel not in senders:
+                # One per channel and drain: a chat sender reads its URL once.
+                senders[row.channel] = get_sender(row.channel)
+            receipt = senders[row.channel].send(row)
             logger.info("notification %s delivered: %s", row.notification_id, receipt)
 
         if notification.deliver(send):

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -20,7 +19,6 @@ from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event, EventKind
 
 # Not in the specs: five tries, one minute doubling up to an hour between them.
-DEFAULT_MAX_ATTEMPTS = 5
 BACKOFF_BASE_SECONDS = 60
 BACKOFF_CAP_SECONDS = 3600
 ERROR_KEPT_CHARS = 2000
@@ -34,8 +32,11 @@ class NotificationStatus(models.TextChoices):
 
 
 def max_attempts() -> int:
-    """CODEX_NOTIFY_MAX_ATTEMPTS, or 5."""
-    return getattr(settings, "CODEX_NOTIFY_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)
+    """Configuration notify.max_attempts (database, CODEX_NOTIFY_MAX_ATTEMPTS,
+    5)."""
+    from codex.configuration.config import get_config
+
+    return get_config("notify.max_attempts")
 
 
 def backoff(attempts: int) -> timedelta:

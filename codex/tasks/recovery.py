@@ -42,10 +42,6 @@ ACTOR = "system:recovery"
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 CLEARED_BY_RECOVERY = "cleared by recovery"
 RECOVERABLE_STATUSES = (Status.PENDING, Status.IN_PROGRESS, Status.BLOCKED)
-# Who hears about a phase that keeps getting stuck. Not in the specs: the spec's
-# escalations go to Teams, so the operators' alert does too unless configured.
-DEFAULT_ALERT_CHANNEL = "teams"
-DEFAULT_ALERT_RECIPIENT = "operators"
 
 # Spec 002 §3.6 "Recovery Points": where each phase restarts, and what survives.
 # The envelope fields named here (current_task, commits, pr_url, the artifacts
@@ -267,27 +263,25 @@ def _reset_to_recovery_point(task: Task) -> int:
 
 
 def _alert_operators(task: Task, recoveries: int) -> None:
-    """Step 5 of §3.6: queue one operator notification for this recovery.
+    """Step 5 of §3.6: announce this recovery on the configured channels.
 
     The notification id names the task, the phase and the attempt, so a retried
     job never alerts twice for the same attempt (§3.5: notifications are not
     idempotent, deduplicate via notification_id) while every further attempt
     alerts again.
     """
-    from codex.notifications.models import Notification
+    from codex.notifications.announcements import announce, task_link
 
     phase = task.phase
-    Notification.objects.enqueue(
+    announce(
         f"recovery-alert:{task.task_id}:{phase}:{recoveries}",
-        channel=getattr(settings, "CODEX_ALERT_CHANNEL", DEFAULT_ALERT_CHANNEL),
-        recipient=getattr(settings, "CODEX_ALERT_RECIPIENT", DEFAULT_ALERT_RECIPIENT),
         subject=f"{task.task_id} recovered {recoveries} times in {phase}",
         body=(
             f"Task {task.task_id} ({task.title}) was stuck in the {phase} phase "
             f"and has now been recovered {recoveries} times (alert threshold: "
             f"more than {settings.CODEX_RECOVERY_ALERT_AFTER}). It was re-queued "
             "from its recovery point; look at its events and errors to find out "
-            "why it keeps stalling."
+            f"why it keeps stalling: {task_link(task)}"
         ),
         task=task,
     )

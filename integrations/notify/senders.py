@@ -1,4 +1,5 @@
-"""Notification senders: log, e-mail and webhook channels.
+"""Notification senders: log, e-mail and webhook channels (Teams and Slack in
+`chat`).
 
 A sender delivers one `Notification` and returns a receipt, or raises a
 `ClassifiedFailure` (source "notify") saying what the outbox should do next:
@@ -60,10 +61,28 @@ class Sender(Protocol):
         ...
 
 
-def get_sender() -> Sender:
-    """The sender named by settings.CODEX_NOTIFY_SENDER (a dotted class path),
-    instantiated with no arguments."""
-    return import_string(settings.CODEX_NOTIFY_SENDER)()
+# The sender of each channel a notification can name (configuration
+# notify.channels chooses which ones Codex announces to).
+CHANNEL_SENDERS = {
+    "log": "integrations.notify.senders.LogSender",
+    "email": "integrations.notify.senders.EmailSender",
+    "webhook": "integrations.notify.senders.WebhookSender",
+    "teams": "integrations.notify.chat.TeamsSender",
+    "slack": "integrations.notify.chat.SlackSender",
+}
+
+
+def get_sender(channel: str | None = None) -> Sender:
+    """The sender for a notification of `channel`, instantiated with no
+    arguments: settings.CODEX_NOTIFY_SENDER (a dotted class path) when set,
+    which then carries every channel (development, tests); else the channel's
+    own sender; else (a channel no sender knows) the log."""
+    override = getattr(settings, "CODEX_NOTIFY_SENDER", "")
+    if override:
+        return import_string(override)()
+    return import_string(
+        CHANNEL_SENDERS.get(channel or "log", CHANNEL_SENDERS["log"])
+    )()
 
 
 def _failure(
@@ -203,12 +222,18 @@ class WebhookSender:
     """
 
     channel = "webhook"
+    # What an operator sets to give this channel its URL (named in the error).
+    url_source = "CODEX_NOTIFY_WEBHOOK_URL"
 
     def __init__(self, url: str | None = None, timeout: float | None = None) -> None:
-        self.url = url or getattr(settings, "CODEX_NOTIFY_WEBHOOK_URL", None)
+        self.url = url or self.configured_url()
         self.timeout = timeout or getattr(
             settings, "CODEX_NOTIFY_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT_SECONDS
         )
+
+    def configured_url(self) -> str | None:
+        """The URL the settings give this channel."""
+        return getattr(settings, "CODEX_NOTIFY_WEBHOOK_URL", None)
 
     def payload(self, notification: Notification) -> dict[str, Any]:
         """The JSON document the webhook receives."""
@@ -226,9 +251,7 @@ class WebhookSender:
     def send(self, notification: Notification) -> dict[str, Any]:
         """POST once; returns {"channel": "webhook", "id": ..., "status": ...}."""
         if not self.url:
-            raise _failure(
-                Action.MANUAL_REVIEW, "CODEX_NOTIFY_WEBHOOK_URL is not configured"
-            )
+            raise _failure(Action.MANUAL_REVIEW, f"{self.url_source} is not configured")
         # urllib also opens file:// and ftp:// URLs; a misconfigured setting must
         # not turn the outbox into a file reader.
         if urlsplit(self.url).scheme not in ("http", "https"):

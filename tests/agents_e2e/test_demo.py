@@ -39,9 +39,13 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path):
         "verification: approve, tests 2 passed / 0 failed / 2 total",
         f"/admin/tasks/task/{task.pk}/change/",
         f"/tasks/{task.task_id}/",
+        f"email  sent    to team@example.com: {task.task_id} released",
         "Demo done",
     ):
         assert shown in output
+    # The release went out through Django's file email backend.
+    (mail,) = (tmp_path / "demo" / "mail").iterdir()
+    assert f"Subject: {task.task_id} released" in mail.read_text()
 
     # Again: the sample repository is reset, a second task merges the same change.
     run_demo(tmp_path / "demo")

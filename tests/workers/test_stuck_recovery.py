@@ -169,14 +169,17 @@ def test_the_fourth_recovery_of_a_phase_alerts_once_and_the_fifth_again(clock):
 
     recover_again(clock, 1)
     (alert,) = Notification.objects.all()
-    assert alert.notification_id == f"recovery-alert:{task.task_id}:implementation:4"
+    # One per configured channel (notify.channels: the log by default).
+    assert alert.notification_id == (
+        f"recovery-alert:{task.task_id}:implementation:4:log"
+    )
     assert alert.task_id == task.pk
     assert "4 times" in alert.subject
 
     recover_again(clock, 1)
     assert sorted(Notification.objects.values_list("notification_id", flat=True)) == [
-        f"recovery-alert:{task.task_id}:implementation:4",
-        f"recovery-alert:{task.task_id}:implementation:5",
+        f"recovery-alert:{task.task_id}:implementation:4:log",
+        f"recovery-alert:{task.task_id}:implementation:5:log",
     ]
     row = Task.objects.get(pk=task.pk)
     assert row.phase_progress["implementation"]["recoveries"] == 5

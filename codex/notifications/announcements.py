@@ -1,0 +1,166 @@
+"""What Codex tells people, and through which channels.
+
+A task's escalation, release (completed), failure, and a phase that keeps
+getting stuck are announced: one outbox row per channel of configuration
+`notify.channels` (log, email, teams, slack, webhook), written in the same
+transaction as the change that caused it, so an announcement exists exactly
+when its change does. Its notification id names the event and the channel
+(`escalated:<task>:<escalation>:teams`), so a step run twice, or a transition
+retried, queues nothing new: the outbox deduplicates by notification id and
+its delivery claims each row once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from django.urls import NoReverseMatch, reverse
+
+from codex.notifications.models import Notification
+
+if TYPE_CHECKING:
+    from codex.tasks.models import Task
+
+logger = logging.getLogger(__name__)
+
+KNOWN_CHANNELS = ("log", "email", "teams", "slack", "webhook")
+# A recipient for the channels whose address is their configuration (the chat
+# webhooks' URL is a secret and is not copied into every row).
+CHANNEL_RECIPIENT = {
+    "log": "log",
+    "teams": "teams",
+    "slack": "slack",
+    "webhook": "webhook",
+}
+BODY_CHARS = 4000
+
+
+def configured_channels() -> list[str]:
+    """The channels of configuration notify.channels, known ones only, in order."""
+    from codex.configuration.config import get_config
+
+    raw = get_config("notify.channels") or ""
+    channels = []
+    for name in (part.strip().lower() for part in raw.split(",")):
+        if not name or name in channels:
+            continue
+        if name not in KNOWN_CHANNELS:
+            logger.warning("notify.channels names an unknown channel %r", name)
+            continue
+        channels.append(name)
+    return channels
+
+
+def _recipient(channel: str) -> str | None:
+    if channel != "email":
+        return CHANNEL_RECIPIENT[channel]
+    from codex.configuration.config import get_config
+
+    return get_config("notify.email.to")
+
+
+def announce(
+    key: str, *, subject: str, body: str, task: Task | None = None
+) -> list[Notification]:
+    """Queue `subject`/`body` once per configured channel, with notification
+    id `<key>:<channel>`; returns the rows (old ones when queued before).
+
+    The email channel without recipients (notify.email.to) is skipped with a
+    warning rather than queued to fail.
+    """
+    rows = []
+    for channel in configured_channels():
+        recipient = _recipient(channel)
+        if not recipient:
+            logger.warning("notification %s: no notify.email.to, not emailed", key)
+            continue
+        row, _ = Notification.objects.enqueue(
+            f"{key}:{channel}"[:200],
+            channel=channel,
+            recipient=recipient,
+            subject=subject[:300],
+            body=body[:BODY_CHARS],
+            task=task,
+        )
+        rows.append(row)
+    return rows
+
+
+def task_link(task: Task) -> str:
+    """The task page's path (Codex knows no public host name of its own)."""
+    try:
+        return reverse("pages:task", args=[task.task_id])
+    except NoReverseMatch:
+        return f"/tasks/{task.task_id}/"
+
+
+def _describe(task: Task) -> str:
+    where = task.repository.full_name if task.repository_id else ""
+    issue = f", issue #{task.issue_number}" if task.issue_number else ""
+    return f"{task.task_id} ({task.title}) in {where}{issue}"
+
+
+def announce_escalation(task: Task) -> list[Notification]:
+    """Spec 002: "Teams notification queued" when a task escalates."""
+    escalation = task.escalations.open().order_by("-created_at", "-id").first()
+    if escalation is None:
+        return []
+    questions = "".join(f"\n- {q}" for q in escalation.questions)
+    body = (
+        f"{_describe(task)} needs a person in the {escalation.phase} phase: "
+        f"{escalation.get_reason_display()}.\n{escalation.detail}"
+        f"{chr(10) + 'Questions:' + questions if questions else ''}\n"
+        f"Answer it at {task_link(task)}"
+    )
+    return announce(
+        f"escalated:{task.task_id}:{escalation.pk}",
+        subject=f"{task.task_id} needs a decision: {escalation.get_reason_display()}",
+        body=body,
+        task=task,
+    )
+
+
+def announce_release(task: Task) -> list[Notification]:
+    """Spec 002: "Task finalized, notifications sent" when the release merged."""
+    pull = f"\nPull request: {task.pr_url}" if task.pr_url else ""
+    return announce(
+        f"released:{task.task_id}",
+        subject=f"{task.task_id} released: {task.title}",
+        body=f"{_describe(task)} is complete.{pull}\n{task_link(task)}",
+        task=task,
+    )
+
+
+def announce_failure(task: Task, reason: str) -> list[Notification]:
+    """A task that failed (terminal): what went wrong and where to look."""
+    return announce(
+        f"failed:{task.task_id}",
+        subject=f"{task.task_id} failed in {task.phase}",
+        body=f"{_describe(task)} failed in the {task.phase} phase: {reason}\n"
+        f"{task_link(task)}",
+        task=task,
+    )
+
+
+# Task transitions announced, and how.
+ANNOUNCED_TRANSITIONS = {"escalate", "complete", "complete_children", "fail"}
+
+
+def announce_task_transition(
+    sender: Any, instance: Any, name: str, source: str, target: str, **kwargs: Any
+) -> None:
+    """django-fsm post_transition receiver: a task's escalation, completion or
+    failure queues its announcement with the transition's own save (after the
+    escalation row it makes, so the announcement can name it)."""
+    from codex.tasks.models import Task
+
+    if not isinstance(instance, Task) or name not in ANNOUNCED_TRANSITIONS:
+        return
+    if name == "escalate":
+        instance.on_save(lambda: announce_escalation(instance))
+    elif name == "fail":
+        reason = str((kwargs.get("method_kwargs") or {}).get("reason") or "failed")
+        instance.on_save(lambda: announce_failure(instance, reason))
+    else:
+        instance.on_save(lambda: announce_release(instance))
