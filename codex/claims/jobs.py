@@ -56,44 +56,139 @@ def play_backlog_rounds() -> int:
 
 
 def follow_claims_on_board() -> dict[str, int]:
-    """Scheduled: the project board follows the claims (spec 000 §3): an issue
-    claimed by a session moves Todo → In Progress, a closed one → Done; each
-    move is then pushed to GitHub at most once per status (perform_once).
+    """Scheduled: the project board follows the work (spec 000 §3: "[Not on
+    board] --add--> [Todo] --claim--> [In Progress] --close--> [Done]").
 
-    Reconciling instead of hooking every claim path keeps the board right
-    however a claim changed (atomic bulk claiming, imports, the admin).
+    An issue a task was made from is added to its repository's board (Todo);
+    an item moves to In Progress when a session claims its issue or a task for
+    it is being worked on, and to Done when the issue is closed or its task
+    completed. Each addition and each move is pushed to GitHub at most once
+    (perform_once).
+
+    Reconciling instead of hooking every claim and task path keeps the board
+    right however they changed (atomic bulk claiming, imports, the admin, the
+    pipeline).
     """
-    from codex.claims.models import BoardItem, BoardStatus, ClaimState
+    from codex.claims.models import BoardItem, BoardStatus
 
-    moved = {"in_progress": 0, "done": 0, "pushed": 0}
+    moved = {"added": 0, "in_progress": 0, "done": 0, "pushed": 0}
+    for item in _add_tasks_to_board():
+        moved["added"] += 1
+        if item.project.repository.forge == "github":
+            push_board_status(item)
+            moved["pushed"] += 1
     items = BoardItem.objects.exclude(status=BoardStatus.DONE).select_related(
         "project__repository"
     )
     for item in items:
-        claim = IssueClaim.objects.filter(
-            repository=item.project.repository_id, number=item.issue_number
-        ).first()
-        if claim is None:
+        wanted, why = _wanted_status(item)
+        steps = []
+        if item.status == BoardStatus.TODO and wanted != BoardStatus.TODO:
+            steps.append(("claim", why if wanted == BoardStatus.IN_PROGRESS else ""))
+        if wanted == BoardStatus.DONE:
+            steps.append(("close", why))
+        if not steps:
             continue
         try:
-            if claim.issue_closed and item.status == BoardStatus.IN_PROGRESS:
-                item.perform("close", by="system:board", reason="issue closed")
-                moved["done"] += 1
-            elif claim.issue_closed and item.status == BoardStatus.TODO:
-                item.perform("claim", by="system:board", reason="issue claimed")
-                item.perform("close", by="system:board", reason="issue closed")
-                moved["done"] += 1
-            elif claim.state == ClaimState.CLAIMED and item.status == BoardStatus.TODO:
-                item.perform("claim", by="system:board", reason="issue claimed")
-                moved["in_progress"] += 1
-            else:
-                continue
+            for step, reason in steps:
+                item.perform(step, by="system:board", reason=reason or why)
         except (TransitionNotAllowed, VersionConflict):
             continue  # moved meanwhile; the next round looks again
+        moved["done" if wanted == BoardStatus.DONE else "in_progress"] += 1
         if item.project.repository.forge == "github":
             push_board_status(item)
             moved["pushed"] += 1
     return moved
+
+
+def _wanted_status(item) -> tuple[str, str]:
+    """Where the item belongs, and why: Done when its issue is closed or its
+    task completed; In Progress while a session holds its claim or a task for
+    it is being worked on; else Todo."""
+    from codex.claims.models import BoardStatus, ClaimState
+    from codex.tasks.models import Status, Task
+
+    repository = item.project.repository_id
+    claim = IssueClaim.objects.filter(
+        repository=repository, number=item.issue_number
+    ).first()
+    task = (
+        Task.objects.filter(repository=repository, issue_number=item.issue_number)
+        .order_by("-created_at", "-id")
+        .values_list("status", flat=True)
+        .first()
+    )
+    if claim is not None and claim.issue_closed:
+        return BoardStatus.DONE, "issue closed"
+    if task == Status.COMPLETED:
+        return BoardStatus.DONE, "task completed"
+    if claim is not None and claim.state == ClaimState.CLAIMED:
+        return BoardStatus.IN_PROGRESS, "issue claimed"
+    if task is not None and task != Status.PENDING and task not in TERMINAL:
+        return BoardStatus.IN_PROGRESS, "task in progress"
+    return BoardStatus.TODO, ""
+
+
+# A task that ended without completing leaves its item where it is.
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def _add_tasks_to_board() -> list:
+    """Put every issue a task was made from on its repository's board (spec
+    000 "--add--> [Todo]"), at most once each; returns the new items."""
+    from codex.claims.models import BoardItem, GitHubProject
+    from codex.tasks.models import Task
+
+    added = []
+    for project in GitHubProject.objects.select_related("repository"):
+        if project.repository.forge != "github":
+            continue
+        on_board = BoardItem.objects.filter(project=project).values_list(
+            "issue_number", flat=True
+        )
+        numbers = (
+            Task.objects.filter(repository=project.repository_id)
+            .exclude(issue_number__isnull=True)
+            .exclude(issue_number__in=on_board)
+            .values_list("issue_number", flat=True)
+            .distinct()
+        )
+        for number in sorted(set(numbers)):
+            try:
+                added.append(add_issue_to_board(project, number))
+            except Exception:  # noqa: BLE001 - one issue must not stop the rest
+                logger.exception("could not add issue #%s to %s", number, project)
+    return added
+
+
+def add_issue_to_board(project, issue_number: int):
+    """Add the issue to the project on GitHub (once: perform_once) and record
+    its item in Todo; returns the BoardItem (the existing one if another
+    worker recorded it first)."""
+    from django.db import IntegrityError
+
+    from codex.claims.models import BoardItem
+    from codex.core.side_effects import perform_once
+    from integrations.github.projects import add_item, issue_node_id
+
+    def add() -> dict:
+        node = issue_node_id(project, issue_number)
+        return {"item_id": add_item(project, node)}
+
+    # Adding an issue already on the board returns its item: a repeat is
+    # harmless, so an unfinished attempt is simply made again.
+    result = perform_once(
+        f"github:board-add:{project.project_id}:{issue_number}",
+        add,
+        lookup=lambda: None,
+        kind="github",
+    )
+    try:
+        return BoardItem.objects.add(
+            project, issue_number, result["item_id"], by="system:board"
+        )
+    except IntegrityError:
+        return BoardItem.objects.get(project=project, issue_number=issue_number)
 
 
 def push_board_status(item) -> dict:

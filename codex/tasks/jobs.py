@@ -112,7 +112,7 @@ def _advance_task(task_id: str, holder: str) -> str:
                 # Its job row goes in with the task's UPDATE (ORM broker).
                 task.enqueue_with_save(ADVANCE_JOB, task.task_id)
             task.save(release_lease=True)
-            _finish_run(run, result, holder, phase)
+            _finish_run(run, result, holder, phase, task)
     except VersionConflict as exc:
         # Someone broke our lease and changed the task: their state wins.
         logger.warning("advance_task %s: discarded step: %s", task_id, exc)
@@ -212,12 +212,21 @@ def _run_phase(task: Task, task_id: str) -> PhaseResult:
         )
 
 
-def _finish_run(run: AgentRun, result: PhaseResult, holder: str, phase: str) -> None:
+def _finish_run(
+    run: AgentRun, result: PhaseResult, holder: str, phase: str, task: Task
+) -> None:
     # Only the metrics and the transition's own fields are written: the
     # heartbeat thread wrote heartbeat_at meanwhile.
     measured = {
         name: result.metrics[name] for name in RUN_METRICS if name in result.metrics
     }
+    # The issue this run worked on, and closed when its step completed the
+    # task (the release merged): spec 000's issues_worked and issues_closed.
+    measured.update(
+        AgentRun.issue_outcome(
+            task.issue_number, closed=task.status == Status.COMPLETED
+        )
+    )
     if result.outcome == "done":
         run.perform("succeed", by=holder, reason=f"{phase} step done", also=measured)
     else:

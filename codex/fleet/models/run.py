@@ -240,6 +240,19 @@ class AgentRun(LoggedStateModel):
             heartbeat_at=self.heartbeat_at
         )
 
+    @staticmethod
+    def issue_outcome(issue_number: int | None, *, closed: bool) -> dict[str, Any]:
+        """The run's issues_worked and closed_issues (spec 000 SessionOutcome:
+        "Issue numbers attempted" / "successfully closed") for a run on
+        `issue_number`, to set with its ending transition; nothing for work
+        that came from no issue."""
+        if not issue_number:
+            return {}
+        return {
+            "issues_worked": [issue_number],
+            "closed_issues": [issue_number] if closed else [],
+        }
+
     # -- spec 000's computed fields ------------------------------------------
 
     @property

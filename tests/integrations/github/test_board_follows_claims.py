@@ -28,7 +28,12 @@ def test_a_claimed_issue_moves_to_in_progress_then_done(github, repository):
     IssueClaim.objects.claim(repository, 5, "session-1")
     github.post(GRAPHQL, json=moved("PVTI_5"))
 
-    assert follow_claims_on_board() == {"in_progress": 1, "done": 0, "pushed": 1}
+    assert follow_claims_on_board() == {
+        "added": 0,
+        "in_progress": 1,
+        "done": 0,
+        "pushed": 1,
+    }
     item.refresh_from_db()
     assert item.status == "in_progress"
     variables = json.loads(github.calls[0].request.body)["variables"]
@@ -36,7 +41,12 @@ def test_a_claimed_issue_moves_to_in_progress_then_done(github, repository):
     assert "47d3e" in json.dumps(variables)
 
     # Nothing changed: nothing is moved or pushed again.
-    assert follow_claims_on_board() == {"in_progress": 0, "done": 0, "pushed": 0}
+    assert follow_claims_on_board() == {
+        "added": 0,
+        "in_progress": 0,
+        "done": 0,
+        "pushed": 0,
+    }
 
     claim = IssueClaim.objects.get(repository=repository, number=5)
     claim.perform("close", by="test")
@@ -50,6 +60,11 @@ def test_a_claimed_issue_moves_to_in_progress_then_done(github, repository):
 def test_an_unclaimed_issue_stays_in_todo(github, repository):
     project = make_project(repository)
     item = make_board_item(project, issue_number=6, item_id="PVTI_6")
-    assert follow_claims_on_board() == {"in_progress": 0, "done": 0, "pushed": 0}
+    assert follow_claims_on_board() == {
+        "added": 0,
+        "in_progress": 0,
+        "done": 0,
+        "pushed": 0,
+    }
     item.refresh_from_db()
     assert item.status == "todo"
