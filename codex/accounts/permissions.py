@@ -73,6 +73,9 @@ RULES: dict[str, frozenset[str]] = {
     "dashboard.read": ALL_ROLES,
     "escalation.read": STAFF,
     "escalation.resolve": STAFF,
+    # Gates and steering (docs/gates.md): people with write access.
+    "task.decide_gate": STAFF,  # approve a plan or a merge, request changes
+    "task.steer": STAFF,  # send the agents a message
     "repository.read": STAFF,
     "repository.register": OPERATORS,
     "operations.read": STAFF,  # agents, runs, claims, backlog, child reports
@@ -132,6 +135,21 @@ class EscalationPermission(RolePermission):
 
     read = RULES["escalation.read"]
     write = RULES["escalation.resolve"]
+
+
+class GatePermission(RolePermission):
+    """Approve a task's plan or merge, or ask for changes: the team and
+    operators (never the requester alone: a guard of the gate)."""
+
+    read = RULES["task.read"]
+    write = RULES["task.decide_gate"]
+
+
+class SteerPermission(RolePermission):
+    """Send a message to a task's agents: the team and operators."""
+
+    read = RULES["task.read"]
+    write = RULES["task.steer"]
 
 
 class RepositoryPermission(RolePermission):

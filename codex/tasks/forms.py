@@ -68,6 +68,12 @@ class TaskRequestForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 5, "placeholder": "- Users can log in"}),
         help_text="One criterion per line; QA judges each one.",
     )
+    plan_approval = forms.BooleanField(
+        required=False,
+        label="Approve the plan before any code is written",
+        help_text="After planning, the task waits until someone with write access "
+        "approves its spec, plan and tasks (or asks for changes).",
+    )
     form_token = forms.RegexField(
         regex=rf"^[0-9a-f]{{{FORM_TOKEN_BYTES * 2}}}$",
         widget=forms.HiddenInput,
@@ -104,7 +110,7 @@ class TaskRequestForm(forms.Form):
                 "priority",
                 "acceptance_criteria",
             )
-        }
+        } | {"plan_approval_required": bool(self.cleaned_data.get("plan_approval"))}
 
     def renew_token(self) -> None:
         """Give a bound form a fresh token (its old one was spent on another

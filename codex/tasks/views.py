@@ -51,6 +51,7 @@ from codex.tasks.models import (
     Task,
 )
 from codex.tasks.page_actions import may_answer, page_actions
+from codex.tasks.page_people import people_context, waiting_gates
 from codex.tasks.reports_view import review_view, verification_view
 from codex.tasks.safe_markdown import render_markdown
 from integrations.jail import unjailed_warning
@@ -136,7 +137,10 @@ def _render_inbox(
     if bound is not None and all(f is not bound for f in forms):
         forms.insert(0, bound)  # keep the person's input even on another page
     return render(
-        request, "codex/inbox.html", {"page": page, "forms": forms}, status=status
+        request,
+        "codex/inbox.html",
+        {"page": page, "forms": forms, "gates": waiting_gates()},
+        status=status,
     )
 
 
@@ -354,6 +358,7 @@ def _status_context(task: Task, user) -> dict[str, Any]:
         "held_since": held_at,
         "actions": page_actions(task, user),
         "may_answer": may_answer(user),
+        **people_context(task, user),
         "cost": task_cost(task),
         "open_escalation": task.escalations.open().first()
         if sees_escalations(user)
@@ -495,5 +500,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "codex/dashboard.html",
-        {"board": board, "jail_warning": unjailed_warning()},
+        {
+            "board": board,
+            "jail_warning": unjailed_warning(),
+            "sees_inbox": may(request.user, "escalation.read"),
+        },
     )

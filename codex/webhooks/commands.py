@@ -5,8 +5,13 @@
     @codex cancel           cancel the task (at the end of the current step if a
                             worker is in one)
     @codex answer <text>    answer the task's open escalation; the task resumes
+    @codex approve [<version>]  approve the plan (name its version) or the merge
+                            the task waits for (docs/gates.md)
+    @codex changes <text>   send the waiting plan back to the planner with <text>
+    @codex steer <text>     a message the agent reads before its next step
 
-Only people with write access are obeyed; anyone else's command is ignored
+Only people with write access are obeyed (and the requester alone never
+approves); anyone else's command is ignored
 without a reply (a reply per comment would let anyone make Codex comment at
 will). Each command is answered by one comment, at most once per comment id.
 """
@@ -19,18 +24,33 @@ from dataclasses import dataclass
 from django_fsm import TransitionNotAllowed
 
 from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.tasks.models import Status, Task
+from codex.tasks.models import (
+    Decider,
+    GateDecision,
+    GateKind,
+    GateRefused,
+    Status,
+    SteeringSource,
+    Task,
+)
 from codex.tasks.models.escalation import AlreadyResolved, Decision
+from codex.tasks.models.steering import send_message
 
 COMMAND = re.compile(
     r"^[ \t>]*@codex\b[ \t]+(?P<name>[A-Za-z-]+)(?:[ \t]+(?P<argument>.*))?$",
     re.MULTILINE,
 )
-ANSWER = re.compile(r"@codex[ \t]+answer\b[ \t]*(?P<text>.*)", re.DOTALL)
-COMMANDS = ("status", "retry", "cancel", "answer")
+# Commands whose text is the rest of the comment (it may span lines).
+LONG_TEXT = ("answer", "changes", "steer")
+LONG = re.compile(
+    r"@codex[ \t]+(?P<name>answer|changes|steer)\b[ \t]*(?P<text>.*)",
+    re.DOTALL | re.IGNORECASE,
+)
+COMMANDS = ("status", "retry", "cancel", "answer", "approve", "changes", "steer")
 HELP = (
     "Commands: `@codex status`, `@codex retry`, `@codex cancel`, "
-    "`@codex answer <your answer>`."
+    "`@codex answer <your answer>`, `@codex approve [<plan version>]`, "
+    "`@codex changes <what to change>`, `@codex steer <message>`."
 )
 BUSY = "the task is busy right now (a worker holds it); try again in a minute."
 
@@ -52,8 +72,8 @@ def parse_command(body: str) -> Command | None:
         if line.lstrip().startswith(">"):
             continue
         name = match.group("name").lower()
-        if name == "answer":
-            rest = ANSWER.search(body, match.start())
+        if name in LONG_TEXT:
+            rest = LONG.search(body, match.start())
             text = rest.group("text").strip() if rest else ""
             return Command(name, text)
         return Command(name, (match.group("argument") or "").strip())
@@ -69,6 +89,14 @@ def describe(task: Task) -> str:
     ]
     if task.status == Status.BLOCKED and task.blocked_reason:
         lines.append(f"Blocked: {task.blocked_reason}")
+    gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
+    if gate is not None:
+        lines.append(f"Waiting for a person: {gate.reason}")
+        if gate.kind == GateKind.PLAN:
+            lines.append(
+                f"Reply with `@codex approve {gate.subject}` or "
+                "`@codex changes <what to change>`."
+            )
     escalation = task.escalations.open().first()
     if escalation is not None:
         lines.append(f"Waiting for an answer: {escalation.detail}")
@@ -77,13 +105,18 @@ def describe(task: Task) -> str:
     return "\n".join(lines)
 
 
-def run_command(command: Command, task: Task | None, *, by: str) -> str:
-    """Carry out `command` on `task` for `by`; returns the reply to post."""
+def run_command(
+    command: Command, task: Task | None, *, by: str, login: str = ""
+) -> str:
+    """Carry out `command` on `task` for `by` (the forge account `login`, who
+    has write access: the caller checked); returns the reply to post."""
     if command.name not in COMMANDS:
         return f"I don't know `{command.name}`. {HELP}"
     if task is None:
         return "There is no Codex task for this conversation."
     try:
+        if command.name in _GATE_COMMANDS:
+            return _GATE_COMMANDS[command.name](task, command, by, login)
         return _COMMANDS[command.name](task, command, by)
     except (LeaseUnavailable, VersionConflict):
         return f"Could not {command.name} {task.task_id}: {BUSY}"
@@ -133,6 +166,46 @@ def _answer(task: Task, command: Command, by: str) -> str:
         return "That question was already answered."
     return f"Thanks, {task.task_id} continues with your answer."
 
+
+def _decide(task: Task, command: Command, by: str, login: str, decision: str) -> str:
+    gate = task.open_gate
+    if gate is None:
+        return f"{task.task_id} is not waiting for an approval."
+    if decision == GateDecision.APPROVED:
+        subject, feedback = command.argument.split(" ")[0], ""
+    else:
+        subject, feedback = gate.subject, command.argument
+    if gate.kind == GateKind.PLAN and not subject:
+        return f"Name the plan version you approve: `@codex approve {gate.subject}`."
+    decider = Decider(label=by, login=login, may_approve=True)
+    try:
+        task.decide_gate(decision, decider=decider, subject=subject, feedback=feedback)
+    except GateRefused as refused:
+        return f"Not accepted: {refused.reason}."
+    if decision == GateDecision.APPROVED:
+        return f"Approved: {task.task_id} goes on."
+    return f"Thanks, the plan of {task.task_id} goes back to the planner."
+
+
+def _approve(task: Task, command: Command, by: str, login: str) -> str:
+    return _decide(task, command, by, login, GateDecision.APPROVED)
+
+
+def _changes(task: Task, command: Command, by: str, login: str) -> str:
+    if not command.argument:
+        return "Please say what should change after `@codex changes`."
+    return _decide(task, command, by, login, GateDecision.CHANGES_REQUESTED)
+
+
+def _steer(task: Task, command: Command, by: str, login: str) -> str:
+    try:
+        send_message(task, command.argument, author=by, source=SteeringSource.FORGE)
+    except ValueError as exc:
+        return f"Not sent: {exc}."
+    return f"Noted: the agent of {task.task_id} reads it before its next step."
+
+
+_GATE_COMMANDS = {"approve": _approve, "changes": _changes, "steer": _steer}
 
 _COMMANDS = {
     "status": _status,

@@ -40,6 +40,12 @@ class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
     acceptance_criteria = serializers.CharField(
         allow_blank=True, required=False, default="", max_length=20_000
     )
+    plan_approval = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Wait after planning until a person approves the spec, plan "
+        "and tasks (the repository's policy may ask for it anyway).",
+    )
 
     def validate_title(self, value: str) -> str:
         if any(ord(char) < 32 for char in value):

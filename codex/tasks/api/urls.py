@@ -3,7 +3,7 @@ read-only resources, and the OpenAPI schema with its Swagger UI."""
 
 from django.urls import include, path
 
-from codex.tasks.api import views
+from codex.tasks.api import people, views
 from codex.tasks.api.schema import OpenApiView, SwaggerView
 
 urlpatterns = [
@@ -36,6 +36,17 @@ urlpatterns = [
         )
         for action in views.TASK_ACTIONS
     ],
+    path(
+        "tasks/<str:task_id>/approve/",
+        people.TaskGateDecision.as_view(decision="approved"),
+        name="task-approve",
+    ),
+    path(
+        "tasks/<str:task_id>/request-changes/",
+        people.TaskGateDecision.as_view(decision="changes_requested"),
+        name="task-request-changes",
+    ),
+    path("tasks/<str:task_id>/steer/", people.TaskSteer.as_view(), name="task-steer"),
     path("escalations/", views.EscalationList.as_view(), name="escalation-list"),
     path(
         "escalations/<int:pk>/",

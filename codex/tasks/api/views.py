@@ -147,8 +147,11 @@ class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
     def post(self, request: Request) -> Response:
         serializer = TaskCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        request_fields = dict(serializer.validated_data)
+        plan_approval = request_fields.pop("plan_approval", False)
         task, _ = Task.objects.create_from_request(
-            **serializer.validated_data,
+            **request_fields,
+            plan_approval_required=plan_approval,
             created_by=CreatedBy.API,
             actor=actor_of(request),
             requested_by=request.user,

@@ -9,6 +9,25 @@ from django.db import migrations, models
 import codex.tasks.models.gate_guards
 
 
+# SQLite adds a NOT NULL column with a default by rebuilding the table, which
+# drops the indexes 0006_dashboard_indexes made with SQL outside the model
+# state: make them again there (PostgreSQL adds the columns in place).
+DASHBOARD_INDEXES = {
+    "task_dashboard": "(status, phase, pr_merged, verification_cycles, review_cycles)",
+    "task_completed_finished": "(finished_at) WHERE status = 'completed'",
+    "task_merged": "(id) WHERE pr_merged",
+}
+
+
+def restore_dashboard_indexes(apps, schema_editor):
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    for name, definition in DASHBOARD_INDEXES.items():
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON tasks_task {definition}"
+        )
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("tasks", "0007_task_requested_by"),
@@ -196,4 +215,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.RunPython(restore_dashboard_indexes, migrations.RunPython.noop),
     ]

@@ -146,9 +146,9 @@ REFUSALS = {
 }
 
 
-def refusal(task: Task, guards) -> str | None:
-    """The reason the first false guard of `guards` gives, or None."""
+def first_refusing(task: Task, guards):
+    """The first guard of `guards` that is false for `task`, or None."""
     for guard in guards:
         if not guard(task):
-            return REFUSALS[guard]
+            return guard
     return None

@@ -29,6 +29,7 @@ from codex.tasks.models.gates import (
 if TYPE_CHECKING:
     from codex.tasks.models.task import Task
 
+
 class GateTransitions:
     """Task's gate transitions; the state diagram is in Task's docstring."""
 
@@ -168,10 +169,10 @@ class GateTransitions:
             if decision == GateDecision.APPROVED
             else gate_guards.REQUEST_CHANGES_GUARDS
         )
-        refused = gate_guards.refusal(self, checks)
+        refused = gate_guards.first_refusing(self, checks)
         if refused is not None:
             self.__dict__.pop("_gate_decision", None)
-            raise GateRefused(refused)
+            raise GateRefused(gate_guards.REFUSALS[refused], refused.__name__)
         what = gate.get_kind_display().lower()
 
         def change() -> None:

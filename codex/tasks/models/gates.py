@@ -49,9 +49,19 @@ class GateRefused(Exception):
 
     code = "gate_refused"
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, guard: str = "") -> None:
         self.reason = reason
+        self.guard = guard  # the refusing guard's name ("" when none ran)
         super().__init__(reason)
+
+    @property
+    def is_about_the_person(self) -> bool:
+        """Refused for who decides (not for the task's state): a 403."""
+        return self.guard in (
+            "decider_is_a_person",
+            "decider_is_not_the_requester",
+            "decider_may_approve",
+        )
 
 
 @dataclass(frozen=True)

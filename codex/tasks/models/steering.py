@@ -66,3 +66,31 @@ def clean_message(text: str) -> str:
     surrounding blank space, capped at MESSAGE_MAX_LENGTH."""
     text = re.sub(r"\x00", "", text or "").strip()
     return text[:MESSAGE_MAX_LENGTH]
+
+
+def send_message(
+    task, body: str, *, author: str, source: str, user=None
+) -> SteeringMessage:
+    """Store a person's message for the task's agents and log it with its
+    author; ValueError when it is empty or the task has ended."""
+    from codex.events.models import Event, EventKind
+
+    text = clean_message(body)
+    if not text:
+        raise ValueError("the message is empty")
+    if task.is_terminal:
+        raise ValueError(
+            f"{task.task_id} is {task.get_status_display().lower()}: "
+            "no agent will read the message"
+        )
+    message = SteeringMessage.objects.create(
+        task=task, author=author, user=user, source=source, body=text
+    )
+    Event.log(
+        EventKind.CONTROL,
+        actor=author,
+        reason=f"message to the agents: {text[:300]}",
+        task=task,
+        data={"steering": message.pk, "source": source},
+    )
+    return message

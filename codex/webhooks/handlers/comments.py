@@ -44,7 +44,7 @@ def handle(context: Context) -> Result:
     if not sender_can_write(context):
         return ignored(f"{context.sender} has no write access; command not run")
     task = task_for_issue(context.repository, issue)
-    reply = run_command(command, task, by=context.actor)
+    reply = run_command(command, task, by=context.actor, login=context.sender)
     reply_once(
         context,
         number,
