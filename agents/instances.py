@@ -61,7 +61,7 @@ from codex.fleet.models import (
     InstanceType,
     RelationshipType,
 )
-from codex.fleet.reviews import spawn_review
+from codex.fleet.reviews import record_review_verdict, spawn_review
 from codex.tasks.models import Role
 
 if TYPE_CHECKING:
@@ -251,6 +251,8 @@ def _end(instance: AgentInstance, task: Task, result: PhaseResult) -> AgentInsta
     if outcome == "failed":
         return _terminate(instance, f"its run failed: {result.reason}"[:500])
     if instance.type in (InstanceType.PLANNING, InstanceType.REVIEW):
+        if instance.role == Role.REVIEWER:
+            record_review_verdict(instance, approved=_approved(result))
         if instance.role == Role.REVIEWER and _approved(result):
             _pr_created(instance.parent, task)
         return _terminate(instance, f"{instance.role} run of {task.phase} done")

@@ -49,4 +49,61 @@ def enforce_review_limits() -> dict[str, list[str]]:
             except VersionConflict:
                 continue
             done[key].append(instance.instance_id)
+    done["abandoned"] += abandon_failed_work(limits.auto_abandon_after)
     return done
+
+
+def abandon_failed_work(limit: int) -> list[str]:
+    """Spec 004 "Auto-abandon after 5 failed reviews", counted over the work
+    its coding instances share (one task, else one issue: a fork starts where
+    its parent's reviews left off, so the limit stays reachable while each
+    instance is capped at review.max_iterations). The coding instances still
+    running are terminated and their task, when in progress, escalates for a
+    person to decide. Returns the instance ids terminated."""
+    from codex.fleet.reviews import failed_reviews
+
+    terminated: list[str] = []
+    seen: set[tuple] = set()
+    for coding in AgentInstance.objects.running().filter(type=InstanceType.CODING):
+        scope = (coding.task_id, coding.repository_id, coding.issue_number)
+        if scope in seen:
+            continue
+        seen.add(scope)
+        failed = failed_reviews(coding)
+        if failed < limit:
+            continue
+        reason = f"{failed} reviews requested changes (limit {limit}): abandoned"
+        siblings = AgentInstance.objects.running().filter(type=InstanceType.CODING)
+        siblings = (
+            siblings.filter(task_id=coding.task_id)
+            if coding.task_id is not None
+            else siblings.filter(pk=coding.pk)
+        )
+        for instance in siblings:
+            try:
+                instance.perform("terminate", by=ACTOR, reason=reason)
+            except VersionConflict:
+                continue
+            terminated.append(instance.instance_id)
+        if coding.task_id is not None:
+            _escalate_abandoned(coding.task_id, reason)
+    return terminated
+
+
+def _escalate_abandoned(task_pk: int, reason: str) -> None:
+    from django_fsm import TransitionNotAllowed
+
+    from codex.core.models import LeaseUnavailable
+    from codex.tasks.models import EscalationReason, Status, Task
+
+    task = Task.objects.filter(pk=task_pk, status=Status.IN_PROGRESS).first()
+    if task is None:
+        return
+    try:
+        task.perform(
+            "escalate", by=ACTOR, reason=reason, code=EscalationReason.REVIEW_LIMIT
+        )
+    except (LeaseUnavailable, VersionConflict, TransitionNotAllowed):
+        # A worker is in a step: its instances are gone, so its next step
+        # starts a fork; the next run of this job escalates then.
+        return

@@ -56,3 +56,42 @@ def spawn_review(
             metadata=metadata or {},
         )
     return review
+
+
+APPROVED = "approve"
+REQUESTED_CHANGES = "request_changes"
+
+
+def record_review_verdict(review: AgentInstance, *, approved: bool) -> None:
+    """Note on the spawned_review relationship of `review` what the review
+    concluded ("verdict": approve or request_changes), so the reviews that
+    failed can be counted against review.auto_abandon_after."""
+    relationship = InstanceRelationship.objects.filter(
+        child=review, relationship_type=RelationshipType.SPAWNED_REVIEW
+    ).first()
+    if relationship is None:
+        return
+    relationship.metadata = {
+        **relationship.metadata,
+        "verdict": APPROVED if approved else REQUESTED_CHANGES,
+    }
+    relationship.save(update_fields=["metadata"])
+
+
+def failed_reviews(coding: AgentInstance) -> int:
+    """Reviews that requested changes of the work `coding` shares with its
+    forks: every coding instance of its task (else of its issue)."""
+    scope = AgentInstance.objects.filter(type=InstanceType.CODING)
+    if coding.task_id is not None:
+        scope = scope.filter(task_id=coding.task_id)
+    elif coding.issue_number is not None:
+        scope = scope.filter(
+            repository_id=coding.repository_id, issue_number=coding.issue_number
+        )
+    else:
+        scope = scope.filter(pk=coding.pk)
+    return InstanceRelationship.objects.filter(
+        parent__in=scope,
+        relationship_type=RelationshipType.SPAWNED_REVIEW,
+        metadata__verdict=REQUESTED_CHANGES,
+    ).count()

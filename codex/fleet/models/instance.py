@@ -199,11 +199,42 @@ class AgentInstanceQuerySet(VersionedQuerySet):
                         target="started",
                     )
                     instance.save()
+                    if type == InstanceType.CODING:
+                        self._link_fork(instance)
                 return instance
             except IntegrityError:
                 # Another worker took this number at the same moment; take the next.
                 instance._pending_events = []
         raise IntegrityError("could not allocate a free agent number")
+
+    def _link_fork(self, instance: AgentInstance) -> None:
+        """A coding instance started where another coding instance already
+        worked (the same task, else the same issue) is that one's fork: spec
+        004's `created_fork` relationship, from the newest earlier one."""
+        from codex.fleet.models.relationship import InstanceRelationship
+
+        earlier = self.filter(type=InstanceType.CODING).exclude(pk=instance.pk)
+        if instance.task_id is not None:
+            earlier = earlier.filter(task_id=instance.task_id)
+        elif instance.issue_number is not None:
+            earlier = earlier.filter(
+                repository=instance.repository, issue_number=instance.issue_number
+            )
+        else:
+            return  # no shared work to fork from
+        parent = earlier.order_by("-created_at", "-id").first()
+        if parent is None:
+            return
+        InstanceRelationship.objects.create(
+            parent=parent,
+            child=instance,
+            relationship_type=RelationshipType.CREATED_FORK,
+            metadata={
+                "task": instance.task.task_id if instance.task_id else None,
+                "issue_number": instance.issue_number,
+                "parent_status": parent.status,
+            },
+        )
 
     def _check_parallel_limit(
         self, repository, issue_number: int | None, task=None
@@ -351,6 +382,17 @@ class AgentInstance(LoggedStateModel):
             ),
             models.CheckConstraint(
                 condition=positive("agent_number"), name="instance_agent_number_gte_1"
+            ),
+            # Spec 004: "CHECK (type IN ('coding', 'review', 'planning'))" and
+            # "CHECK (status IN ('started', 'waiting_review', 'pr_created',
+            # 'pr_merged', 'pr_closed', 'terminated'))": a raw UPDATE cannot
+            # set a status the state machine does not know.
+            models.CheckConstraint(
+                condition=Q(type__in=InstanceType.values), name="instance_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=InstanceStatus.values),
+                name="instance_status_valid",
             ),
         ]
 
