@@ -78,7 +78,10 @@ def answer_question(
     Raises AnswerUnavailable (with the reason) when the call fails or the reply
     holds no text.
     """
+    from agents.domain_tools import team_name
+
     role = role_for(ROLE_PHASES[target])
+    asker, target = team_name(asker), team_name(target)
     system = role.system_prompt + ANSWERING.format(asker=asker, target=target)
     prompt = task_prompt(
         task,

@@ -57,6 +57,25 @@ PHASE_ROLES = {
     "review": Role.REVIEWER,
     "release": Role.COMMITTER,
 }
+# The names the prompts use for the roles (and human), one set for every
+# tool: the records keep the spec's role values (PHASE_ROLES).
+TEAM_NAMES = {
+    Role.TRIAGE: "product_manager",
+    Role.ANALYST: "planner",
+    Role.WRITER: "developer",
+    Role.BUILD: "qa",
+    Role.REVIEWER: "reviewer",
+    Role.COMMITTER: "release",
+    Role.HUMAN: "human",
+}
+BY_TEAM_NAME = {name: role for role, name in TEAM_NAMES.items()}
+
+
+def team_name(role: str) -> str:
+    """The prompts' name of a spec role (writer → developer)."""
+    return TEAM_NAMES.get(role, role)
+
+
 # context.extra key: the questions this run asked a person (the phase runner
 # escalates when it is not empty).
 HUMAN_QUESTIONS = "questions_for_human"
@@ -147,10 +166,13 @@ class DomainTools:
     def ask_question(self, arguments: dict[str, Any]) -> str:
         _no_extra(arguments, {"to", "question"})
         to = arguments.get("to")
-        if to not in Role.values:
-            raise ToolError(f"to must be one of: {', '.join(Role.values)}")
+        if to not in BY_TEAM_NAME:
+            raise ToolError(f"to must be one of: {', '.join(BY_TEAM_NAME)}")
+        to = BY_TEAM_NAME[to]
         if to == self.role:
-            raise ToolError(f"you are the {self.role}: ask another role or human")
+            raise ToolError(
+                f"you are the {team_name(self.role)}: ask another role or human"
+            )
         question = _text(arguments, "question", MAX_QUESTION_CHARS)
         record = AgentQuestion.objects.create(
             task=self.task, from_role=self.role, to_role=to, question=question
@@ -224,7 +246,7 @@ class DomainTools:
                 "cost_usd": str(response.cost_usd),
             },
         )
-        return f"The {to} answers:\n{answer.text}"
+        return f"The {team_name(to)} answers:\n{answer.text}"
 
     # -- spec 004's status-updating tools -----------------------------------
 
@@ -329,7 +351,7 @@ class DomainTools:
         ]
 
     def _all_tools(self) -> list[Tool]:
-        others = [value for value in Role.values if value != self.role]
+        others = [name for role, name in TEAM_NAMES.items() if role != self.role]
         return [
             Tool(
                 "record_learning",

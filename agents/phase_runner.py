@@ -313,7 +313,9 @@ class AgentPhaseRunner:
         diff = run_git(["diff", f"origin/{repository.default_branch}...HEAD"], worktree)
         if len(diff) > DIFF_CHARS:
             diff = diff[:DIFF_CHARS] + f"\n[diff cut at {DIFF_CHARS} characters]"
-        return "The pull request's diff:\n" + untrusted("pull request diff", diff)
+        return "The pull request's diff:\n" + untrusted(
+            "pull request diff", diff, raw=True
+        )
 
     # -- implementation -----------------------------------------------------
 

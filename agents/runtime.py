@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from agents.budgets import Budget
 from agents.conversation import compact, history_chars, validate, with_cache_breakpoints
+from agents.prompts import untrusted
 from agents.tools import Tool, ToolOutcome, ToolRecord, cap_text
 from codex.core.errors import Action, ClassifiedError, ClassifiedFailure
 from integrations.anthropic.client import Response, Usage
@@ -364,10 +365,15 @@ class _Run:
         self.records.append(outcome.record)
         if self.on_tool is not None:
             self.on_tool(outcome.record)
+        content = cap_text(outcome.content, self.budget.tool_output_chars)
+        if name != SUBMIT_RESULT:
+            # File contents, command output, answers: fenced, as the system
+            # prompt says (agents.prompts).
+            content = untrusted(f"{name} result", content, raw=True)
         result = {
             "type": "tool_result",
             "tool_use_id": block["id"],
-            "content": cap_text(outcome.content, self.budget.tool_output_chars),
+            "content": content,
         }
         if outcome.is_error:
             result["is_error"] = True

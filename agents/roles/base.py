@@ -29,11 +29,12 @@ Tools for talking to the team:
 - record_learning(type, content): keep something later tasks on this
   repository should know (a convention, a pitfall, a command that works);
   type is a short slug such as pattern_discovered.
-- ask_question(to, question): ask another role (triage, analyst, writer, build,
-  reviewer, committer). That role's agent answers at once from the task's
-  documents and the answer is the tool's result; a few questions per run at
-  most, so ask only what the documents do not say. to=human asks a person and
-  stops this phase until they answer: use it only when you cannot go on.
+- ask_question(to, question): ask another role of the team (product_manager,
+  planner, developer, qa, reviewer, release). That role's agent answers at
+  once from the task's documents and the answer is the tool's result; a few
+  questions per run at most, so ask only what the documents do not say.
+  to=human asks a person and stops this phase until they answer: use it only
+  when you cannot go on.
 - Status tools of your agent instance, only where your role has them: the
   developer has request_review(summary) (ask for a review of your work) and
   create_pr(pr_number, pr_url) (report a pull request you opened); QA and the
@@ -92,14 +93,21 @@ def string_list() -> dict[str, Any]:
 def task_prompt(task: Task, *, documents: dict[str, str], instructions: str) -> str:
     """The first user message: the request (untrusted, fenced), the documents
     of earlier phases, and what to do now."""
+    request = (
+        f"Title: {task.title}\n\nDescription:\n{task.description or '(none)'}"
+        f"\n\nAcceptance criteria:\n{task.acceptance_criteria or '(none given)'}"
+    )
     parts = [
         f"Task {task.task_id} (priority {task.priority}) on repository "
         f"{task.repository.full_name}.",
-        untrusted("task title", task.title),
-        untrusted("task description", task.description or "(none)"),
-        untrusted("acceptance criteria", task.acceptance_criteria or "(none given)"),
+        "The person's request, which this team works on:\n"
+        + untrusted("the person's request", request),
     ]
     for name, content in documents.items():
-        parts.append(f"Document {name} (written by an earlier phase):\n{content}")
+        # Written by an agent from the request: fenced like it.
+        parts.append(
+            f"Document {name}, written by an earlier phase from the request:\n"
+            + untrusted(f"{name}, written from the request", content)
+        )
     parts.append(instructions.strip())
     return "\n\n".join(parts)

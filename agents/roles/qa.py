@@ -411,7 +411,8 @@ def checks_prompt(checks: list[CheckRun]) -> str:
                 f"; its JUnit XML reports {j['tests_passed']} passed, "
                 f"{j['tests_failed']} failed, {j['tests_skipped']} skipped"
             )
-        parts.append(line + ":\n" + untrusted(f"{label} command output", check.output))
+        output = untrusted(f"{label} command output", check.output, raw=True)
+        parts.append(f"{line}:\n{output}")
     return "\n\n".join(parts)
 
 

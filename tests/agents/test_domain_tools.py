@@ -69,9 +69,9 @@ def test_the_tools_have_api_definitions(task):
         definition = tool.definition()
         assert definition["input_schema"]["type"] == "object"
         assert definition["description"]
-    # The writer cannot address itself.
+    # The developer (writer) cannot address itself.
     enum = tools["ask_question"].input_schema["properties"]["to"]["enum"]
-    assert "writer" not in enum and "human" in enum
+    assert "developer" not in enum and "writer" not in enum and "human" in enum
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_record_learning_refuses_bad_input(task, arguments, reason):
 def test_a_question_to_another_role_is_recorded(task):
     context, tools = tools_of(task, phase="implementation")
     outcome = tools["ask_question"].call(
-        {"to": "analyst", "question": "Should mul accept floats?"}
+        {"to": "planner", "question": "Should mul accept floats?"}
     )
     assert not outcome.is_error
     assert outcome.content.startswith("recorded for the team;")
@@ -170,7 +170,7 @@ def test_a_question_to_a_person_marks_the_run_for_escalation(task):
         ({"to": "boss", "question": "?"}, "to must be one of|is not one of"),
         ({"to": ["human"], "question": "?"}, "to must be one of|is not one of"),
         ({"question": "?"}, "to must be one of|required property"),
-        ({"to": "writer", "question": "?"}, "ask another role|is not one of"),
+        ({"to": "developer", "question": "?"}, "ask another role|is not one of"),
         ({"to": "human", "question": ""}, "must not be empty"),
         ({"to": "human", "question": "x" * 5000}, "limit|too long"),
         ({"to": "human", "question": "?", "urgent": True}, UNKNOWN),

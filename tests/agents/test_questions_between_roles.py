@@ -35,7 +35,7 @@ def task(db):
     return task
 
 
-def ask(task, client, question="Should mul accept floats?", to="analyst"):
+def ask(task, client, question="Should mul accept floats?", to="planner"):
     context = RoleContext(task=task, client=client)
     tools = {t.name: t for t in domain_tools(context, phase="implementation")}
     return context, tools["ask_question"].call({"to": to, "question": question})
@@ -52,12 +52,12 @@ def test_the_target_roles_agent_answers(task, stub, client):
     context, outcome = ask(task, client)
 
     assert not outcome.is_error, outcome.content
-    assert outcome.content == "The analyst answers:\nInts only, as plan.md says."
+    assert outcome.content == "The planner answers:\nInts only, as plan.md says."
     (body,) = stub.bodies
     # The analyst's (planner's) system prompt, not the writer's.
     assert role_for("planning").system_prompt in system_text(body)
     assert role_for("implementation").system_prompt not in system_text(body)
-    assert "the writer, asks you, the analyst" in " ".join(system_text(body).split())
+    assert "the developer, asks you, the planner" in " ".join(system_text(body).split())
     assert body["max_tokens"] == ANSWER_MAX_TOKENS and "tools" not in body
     prompt = body["messages"][0]["content"]
     prompt = prompt if isinstance(prompt, str) else prompt[0]["text"]
@@ -81,7 +81,7 @@ def test_a_model_error_leaves_the_question_unanswered(task, stub, client):
     context, outcome = ask(task, client)
 
     assert outcome.is_error
-    assert "the analyst could not be asked" in outcome.content
+    assert "the planner could not be asked" in outcome.content
     assert not AgentQuestion.objects.get().answered
     event = Event.objects.get(subject__startswith="question:")
     assert "not answered" in event.reason
@@ -116,7 +116,7 @@ def test_through_the_phase_runner_the_answer_counts_in_the_runs_usage(
     spec = intake_and_planning()[1]
     stub.add(
         message(
-            tool_use("ask_question", {"to": "analyst", "question": "Scope?"}),
+            tool_use("ask_question", {"to": "planner", "question": "Scope?"}),
             usage={"input_tokens": 100, "output_tokens": 10},
         ),
         message("Only calc.py.", usage={"input_tokens": 700, "output_tokens": 5}),
@@ -134,7 +134,7 @@ def test_through_the_phase_runner_the_answer_counts_in_the_runs_usage(
         for block in stub.bodies[2]["messages"][-1]["content"]
         if block.get("type") == "tool_result"
     ]
-    assert "The analyst answers:\nOnly calc.py." in str(results[0]["content"])
+    assert "The planner answers:\nOnly calc.py." in str(results[0]["content"])
     assert role_for("planning").system_prompt in system_text(stub.bodies[1])
     run = AgentRun.objects.get(task=task)
     assert (run.input_tokens, run.output_tokens) == (1000, 35)

@@ -64,8 +64,8 @@ def test_claudes_valid_decision_is_stored(claude):
     assert body["max_tokens"] == ANALYSIS_MAX_TOKENS and "tools" not in body
     content = body["messages"][0]["content"]
     content = content if isinstance(content, str) else content[0]["text"]
-    assert content.startswith("<untrusted source=")
-    request = json.loads(content.split("\n", 1)[1].rsplit("\n</untrusted>", 1)[0])
+    assert content.startswith("<untrusted-")
+    request = json.loads(content.split("\n", 1)[1].rsplit("\n</untrusted-", 1)[0])
     assert request == {
         "issue_number": 42,
         "child_statuses": [
