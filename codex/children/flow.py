@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from django.db.models import Q
+
 from codex.children.choices import FanOutState
 from codex.children.models import Child, FanOut
 from codex.children.requests import (
@@ -50,6 +52,28 @@ def requested_children(task: Task) -> list[ChildRequest]:
     except ChildListInvalid as exc:
         logger.info("%s lists children that cannot fan out: %s", task, exc)
         return []
+
+
+# A fan-out in these states is waiting on its children or its analysis; the
+# scheduled close_expired_windows moves it on (and carries out the analysis).
+WAITING_STATES = (
+    FanOutState.AWAITING_COMPLETIONS,
+    FanOutState.ANALYZING,
+    FanOutState.COMPLETE,
+)
+
+
+def waiting_on_fan_out() -> Q:
+    """Tasks (a Task query) whose step is held by a fan-out, not lost: a
+    parent whose children are spawned, and a child at release whose parent
+    has not decided yet. Stuck-task recovery leaves them alone."""
+    return Q(fan_out__state__in=WAITING_STATES) | Q(
+        phase="release",
+        as_child__fan_out__state__in=(
+            FanOutState.AWAITING_COMPLETIONS,
+            FanOutState.ANALYZING,
+        ),
+    )
 
 
 def held_step(task: Task, *, by: str) -> str | None:

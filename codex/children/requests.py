@@ -2,8 +2,11 @@
 of children a request (an issue body, a task's description, an operator's
 form) can carry (docs/children.md, "Listing children").
 
-A listed child is one line ``C<n>: <title>`` (a bullet or a task-list box in
-front is allowed), followed by indented lines of description::
+Children are listed only under a ``Children`` heading (any level; the
+section ends at the next heading), so that a request which merely mentions
+"C1: ..." somewhere is not fanned out by accident. A listed child is one line
+``C<n>: <title>`` (a bullet or a task-list box in front is allowed), followed
+by indented lines of description::
 
     ## Children
     - [ ] C1: Add mul(a, b)
@@ -23,6 +26,8 @@ from codex.children.models.fan_out_queryset import MAX_CHILDREN
 _CHILD_LINE = re.compile(
     r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?)?(C[0-9]{1,2})\s*[:.)\-–—]\s*(\S.*)$"
 )
+_CHILDREN_HEADING = re.compile(r"^#{1,6}\s+children\s*:?\s*#*\s*$", re.IGNORECASE)
+_HEADING = re.compile(r"^#{1,6}\s")
 TITLE_MAX_LENGTH = 200
 
 
@@ -49,7 +54,8 @@ class ChildRequest:
 
 
 def parse_children_list(text: str) -> list[ChildRequest]:
-    """The children `text` lists, in order; [] when it lists none.
+    """The children `text` lists under its ``Children`` heading, in order;
+    [] when it has no such section or the section lists none.
 
     Raises ChildListInvalid for more than MAX_CHILDREN children or a child id
     listed twice (spec 001: "expected_child_count >= 0 and <= 5").
@@ -58,7 +64,7 @@ def parse_children_list(text: str) -> list[ChildRequest]:
         return []
     children: list[ChildRequest] = []
     current: dict[str, object] | None = None
-    for raw in text.replace("\r\n", "\n").split("\n"):
+    for raw in children_section(text):
         line = raw.strip()
         found = _CHILD_LINE.match(line)
         if found and not raw[:1].isspace():
@@ -81,6 +87,24 @@ def parse_children_list(text: str) -> list[ChildRequest]:
             f"{len(children)} children listed; a parent has at most {MAX_CHILDREN}"
         )
     return children
+
+
+def children_section(text: str) -> list[str]:
+    """The lines of the first ``Children`` section of `text` (between its
+    heading and the next heading); [] without one."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    start = next(
+        (n for n, line in enumerate(lines) if _CHILDREN_HEADING.match(line.strip())),
+        None,
+    )
+    if start is None:
+        return []
+    section: list[str] = []
+    for line in lines[start + 1 :]:
+        if _HEADING.match(line):
+            break
+        section.append(line)
+    return section
 
 
 def _child(found: dict[str, object]) -> ChildRequest:

@@ -112,13 +112,9 @@ def _count_by_status(model, statuses) -> dict[str, int]:
 @attention_provider
 def stuck_tasks() -> list[AttentionItem]:
     """Tasks the system owes work on that stayed too long in one phase."""
-    from codex.tasks.models import Task
-    from codex.tasks.recovery import RECOVERABLE_STATUSES, stuck_after
+    from codex.tasks.recovery import stuck_tasks as stuck_query
 
-    count = Task.objects.filter(
-        status__in=RECOVERABLE_STATUSES,
-        phase_entered_at__lt=timezone.now() - stuck_after(),
-    ).count()
+    count = stuck_query(timezone.now()).count()
     if not count:
         return []
     return [

@@ -13,6 +13,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
 
+from codex.children.console import fan_out_to_children
 from codex.core.admin import CodexFSMAdminMixin
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
@@ -188,7 +189,7 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     search_fields = ["task_id", "title"]
     show_full_result_count = False
     date_hierarchy = "created_at"
-    actions = ["retry_tasks", "cancel_tasks", "force_break_lease"]
+    actions = ["retry_tasks", "cancel_tasks", "force_break_lease", fan_out_to_children]
     inlines = [
         TriageInline,
         AnalysisInline,

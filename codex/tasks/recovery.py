@@ -29,6 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from codex.core.models import LeaseUnavailable, VersionConflict, lease_is_free
@@ -96,11 +97,24 @@ def is_stuck(task: Task, now: datetime) -> bool:
     A slow step that is still alive keeps its lease: `recover_stuck_tasks`
     (which asks the same of the database) skips tasks with a live lease, and
     `recover_task` asks again under the lease before it changes anything.
+    A task waiting for a fan-out is not stuck (`stuck_tasks`).
     """
-    return (
-        task.status in RECOVERABLE_STATUSES
-        and task.phase_entered_at < now - stuck_after()
-    )
+    return stuck_tasks(now).filter(pk=task.pk).exists()
+
+
+def stuck_tasks(now: datetime) -> QuerySet[Task]:
+    """The tasks `is_stuck` at `now`, as a query: past `stuck_after()` in a
+    phase with a status the system owes work on, and not waiting for a
+    fan-out (a parent for its children's reports and analysis, a child at
+    release for the parent's decision: docs/children.md). Those wait on the
+    completion window, which its own scheduled job closes; restarting their
+    step would only repeat the wait (and alert about it)."""
+    from codex.children.flow import waiting_on_fan_out
+
+    return Task.objects.filter(
+        status__in=RECOVERABLE_STATUSES,
+        phase_entered_at__lt=now - stuck_after(),
+    ).exclude(waiting_on_fan_out())
 
 
 def recover_stuck_tasks() -> int:
@@ -112,10 +126,7 @@ def recover_stuck_tasks() -> int:
     """
     now = timezone.now()
     candidates = (
-        Task.objects.filter(
-            status__in=RECOVERABLE_STATUSES,
-            phase_entered_at__lt=now - stuck_after(),
-        )
+        stuck_tasks(now)
         # A live lease means a worker is at it right now: not stuck, just slow.
         .filter(lease_is_free(now))
         .order_by("phase_entered_at", "id")

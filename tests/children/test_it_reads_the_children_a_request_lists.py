@@ -34,12 +34,22 @@ def test_a_body_without_children_is_not_a_fan_out():
     assert parse_children_list("") == []
 
 
+def test_only_a_children_section_lists_children():
+    # A request that mentions "C1: ..." outside the section is not a fan-out.
+    stray = "Steps to reproduce:\nC1: open the page\nC2: press save\n"
+    assert parse_children_list(stray) == []
+    assert parse_children_list("- [ ] C1: a\n- [ ] C2: b") == []
+    # The section ends at the next heading: lines after it are not children.
+    body = "### children\n- C1: a\n\n## Notes\nC2: not a child\n"
+    assert [c.child_id for c in parse_children_list(body)] == ["C1"]
+
+
 def test_more_than_five_children_or_a_repeated_id_is_refused():
-    six = "\n".join(f"- C{n}: part {n}" for n in range(1, 7))
+    six = "## Children\n" + "\n".join(f"- C{n}: part {n}" for n in range(1, 7))
     with pytest.raises(ChildListInvalid, match="at most 5"):
         parse_children_list(six)
     with pytest.raises(ChildListInvalid, match="twice"):
-        parse_children_list("- C1: a\n- C1: b")
+        parse_children_list("## Children\n- C1: a\n- C1: b")
 
 
 def test_the_planners_split_is_numbered_and_bounded():
