@@ -391,6 +391,9 @@ CODEX_CLUSTER_BEAT_SECONDS = env_int("CODEX_CLUSTER_BEAT_SECONDS", 2, minimum=1)
 CODEX_CLUSTER_STALE_SECONDS = env_int("CODEX_CLUSTER_STALE_SECONDS", 30, minimum=5)
 CODEX_CLUSTER_SWEEP_SECONDS = env_int("CODEX_CLUSTER_SWEEP_SECONDS", 5, minimum=1)
 CODEX_STOP_GRACE_SECONDS = env_int("CODEX_STOP_GRACE_SECONDS", 10, minimum=0)
+# A job whose worker died running it (its cluster lived on) is handed back at
+# most this many times; then it is given up and its task blocked with why.
+CODEX_JOB_REDELIVERIES = env_int("CODEX_JOB_REDELIVERIES", 3, minimum=0)
 if CODEX_CLUSTER_BEAT_SECONDS * 3 > CODEX_CLUSTER_STALE_SECONDS:
     raise ImproperlyConfigured(
         f"CODEX_CLUSTER_STALE_SECONDS ({CODEX_CLUSTER_STALE_SECONDS}) must be at "

@@ -16,6 +16,12 @@ good. These brokers claim every job they take instead:
   so (`codex.core.queue.job_handed_back`);
 - acknowledged: the claim goes with the job.
 
+A job whose worker died while running it (the cluster lived on) is handed
+back with the count in its package (`codex_redeliveries`); past
+CODEX_JOB_REDELIVERIES it is given up instead (GIVE_UP_JOB: the failure is
+recorded, and a task step blocks its task with the reason), so a job that
+kills its worker every time cannot crash workers for ever.
+
 So the broker always says which jobs are waiting, which a cluster took but has
 not started, and which worker is running which; `hand_back` returns a dead
 cluster's (or a dead worker's) jobs to the front of the queue.
@@ -37,13 +43,21 @@ import sys
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
 from django_q.signals import pre_execute
+from django_q.signing import SignedPackage
 
 logger = logging.getLogger(__name__)
+
+# How often a job was handed back because its worker died running it.
+REDELIVERIES = "codex_redeliveries"
+# Records a job given up and blocks its task; by path, as the core knows no tasks.
+GIVE_UP_JOB = "codex.fleet.heartbeats.give_up_job"
 
 # The broker of the cluster this process belongs to: set in the sentinel
 # before it forks, so its workers and pusher inherit it.
@@ -104,11 +118,47 @@ class ClaimingBroker:
         """The pids of the workers of `claim` that are running jobs."""
         raise NotImplementedError
 
-    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
-        """Return to the queue the jobs `claim` took and has not started, and
-        the started ones of the workers `pids` (every worker's when None);
-        returns how many."""
+    def hand_back(
+        self,
+        claim: str,
+        *,
+        pids: set[int] | None = None,
+        unstarted: bool = True,
+        counted: bool = False,
+    ) -> int:
+        """Return to the queue the jobs `claim` took and has not started
+        (unless `unstarted` is False), and the started ones of the workers
+        `pids` (every worker's when None); returns how many. With `counted`
+        the started ones count as redelivered because their worker died
+        (`redelivery`), and one redelivered too often is given up."""
         raise NotImplementedError
+
+    def redelivery(self, payload: Any, counted: bool) -> Any:
+        """The payload to hand back for a started job: with one redelivery
+        more when `counted`; None when it had CODEX_JOB_REDELIVERIES already,
+        then the job is given up (GIVE_UP_JOB) and must be dropped."""
+        if not counted:
+            return payload
+        try:
+            package = SignedPackage.loads(payload)
+        except Exception:  # noqa: BLE001 - a payload it cannot read goes back as is
+            logger.exception("could not read a handed-back job")
+            return payload
+        count = int(package.get(REDELIVERIES, 0))
+        limit = settings.CODEX_JOB_REDELIVERIES
+        if count >= limit:
+            reason = (
+                f"its worker died while running it {count + 1} times (the "
+                f"last {count} handed back; CODEX_JOB_REDELIVERIES is {limit})"
+            )
+            logger.error("giving up job %s: %s", package.get("name"), reason)
+            try:
+                import_string(GIVE_UP_JOB)(package, reason)
+            except Exception:  # noqa: BLE001 - dropped all the same, never looped
+                logger.exception("could not record giving up %s", package.get("name"))
+            return None
+        package[REDELIVERIES] = count + 1
+        return SignedPackage.dumps(package)
 
     def known_claims(self) -> set[str]:
         """The claims that hold jobs in the broker."""
@@ -183,18 +233,34 @@ class ClaimingORM(ClaimingBroker, ORM):
         )
         return {int(key[len(prefix) :]) for key in keys}
 
-    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
+    def hand_back(
+        self,
+        claim: str,
+        *,
+        pids: set[int] | None = None,
+        unstarted: bool = True,
+        counted: bool = False,
+    ) -> int:
         mine = self._key(claim)
-        keys = [mine]
         if pids is None:
-            keys += [f"{mine}#{pid}" for pid in self.started_pids(claim)]
-        else:
-            keys += [f"{mine}#{pid}" for pid in pids]
-        return (
-            self.get_connection()
-            .filter(key__in=keys)
-            .update(key=self.list_key, lock=timezone.now())
-        )
+            pids = self.started_pids(claim)
+        count = 0
+        if unstarted:
+            count += (
+                self.get_connection()
+                .filter(key=mine)
+                .update(key=self.list_key, lock=timezone.now())
+            )
+        started = [f"{mine}#{pid}" for pid in pids]
+        for row in self.get_connection().filter(key__in=started):
+            payload = self.redelivery(row.payload, counted)
+            rows = self.get_connection().filter(pk=row.pk, key=row.key)
+            if payload is None:
+                rows.delete()
+            # Whoever moves it hands it back: never twice.
+            elif rows.update(key=self.list_key, lock=timezone.now(), payload=payload):
+                count += 1
+        return count
 
     def known_claims(self) -> set[str]:
         prefix = f"{self.list_key}@"
@@ -273,7 +339,14 @@ class ClaimingRedis(ClaimingBroker, Redis):
         values = self.connection.hvals(self._started(claim))
         return {int(value.split(b"|", 1)[0]) for value in values}
 
-    def hand_back(self, claim: str, *, pids: set[int] | None = None) -> int:
+    def hand_back(
+        self,
+        claim: str,
+        *,
+        pids: set[int] | None = None,
+        unstarted: bool = True,
+        counted: bool = False,
+    ) -> int:
         count = 0
         started = self._started(claim)
         for field, value in self.connection.hgetall(started).items():
@@ -282,8 +355,12 @@ class ClaimingRedis(ClaimingBroker, Redis):
                 continue
             # Whoever removes it hands it back: never twice.
             if self.connection.hdel(started, field):
-                self.connection.lpush(self.list_key, payload)
-                count += 1
+                payload = self.redelivery(payload, counted)
+                if payload is not None:
+                    self.connection.lpush(self.list_key, payload)
+                    count += 1
+        if not unstarted:
+            return count
         while self.connection.lmove(self._taken(claim), self.list_key, "RIGHT", "LEFT"):
             count += 1
         return count

@@ -50,14 +50,23 @@ def worker_holder(host: str, pid: int) -> str:
 
 
 def hand_back_workers(
-    broker: Any, claim: str, host: str, pids: set[int], reason: str
+    broker: Any,
+    claim: str,
+    host: str,
+    pids: set[int],
+    reason: str,
+    *,
+    unstarted: bool = True,
+    counted: bool = False,
 ) -> int:
     """Free what the workers `pids` of cluster `claim` held and return their
-    jobs (and the cluster's unstarted ones) to the queue."""
+    jobs (and, with `unstarted`, the cluster's unstarted ones) to the queue;
+    `counted`: their worker's death counts against the job (see
+    ClaimingBroker.redelivery)."""
     release = import_string(RELEASE_DEAD_WORKER)
     for pid in pids:
         release(worker_holder(host, pid), reason)
-    return broker.hand_back(claim, pids=pids)
+    return broker.hand_back(claim, pids=pids, unstarted=unstarted, counted=counted)
 
 
 def recover_dead_clusters(broker: Any, *, exclude: str = "") -> int:
@@ -161,7 +170,8 @@ class ClusterKeeper:
     def _hand_back_dead_workers(self, *, wait: float = 2.0) -> None:
         """Hand back the jobs of this cluster's workers that died, once seen
         dead for `wait` seconds (a worker that finished a job and exited is
-        acknowledged by the monitor within that)."""
+        acknowledged by the monitor within that). The cluster lives on, so
+        the job itself may be what kills its worker: the death counts."""
         now = time.monotonic()
         live = self._live_workers()
         dead = self.broker.started_pids(self.broker.claim) - live
@@ -174,6 +184,8 @@ class ClusterKeeper:
                 self.host,
                 gone,
                 "its worker process died",
+                unstarted=False,
+                counted=True,
             )
             logger.warning("handed back %d job(s) of dead workers %s", handed, gone)
             for pid in gone:
@@ -190,7 +202,11 @@ class ClusterKeeper:
             WorkerCluster.objects.filter(claim=claim).update(stopping=True)
             logger.info("cluster %s stopping: handing back its queued jobs", claim)
         # The pusher may have taken one more before it stopped.
-        self.broker.hand_back(claim, pids=set())
+        handed = self.broker.hand_back(claim, pids=set())
+        if handed:
+            logger.warning(
+                "cluster %s stopping: handed back %d queued job(s)", claim, handed
+            )
         running = self.broker.started_pids(claim)
         if running and now - self.stop_seen >= settings.CODEX_STOP_GRACE_SECONDS:
             self._stop_busy_workers(running)
@@ -205,16 +221,35 @@ class ClusterKeeper:
         """The grace is over: SIGKILL the workers still running jobs, and the
         pusher (it may wait to put a job no worker will take), and hand their
         jobs back once they are gone."""
-        sentinel = self.sentinel
-        for pid in running & self._live_workers() - self.stopped:
-            logger.warning(
-                "cluster %s stopping: stopping worker %s", self.broker.claim, pid
-            )
+        sentinel, claim = self.sentinel, self.broker.claim
+        victims = running & self._live_workers() - self.stopped
+        for pid in victims:
+            logger.warning("cluster %s stopping: stopping worker %s", claim, pid)
             os.kill(pid, signal.SIGKILL)
             self.stopped.add(pid)
         if sentinel.pusher is not None and sentinel.pusher.is_alive():
             os.kill(sentinel.pusher.pid, signal.SIGKILL)
-        self._hand_back_dead_workers(wait=0.5)
+        # Hand them back now: django-q2's stop ends as soon as its pool is
+        # empty, so a later tick may never come.
+        for process in sentinel.pool:
+            if process.pid in victims:
+                process.join(timeout=5)
+        gone = running - self._live_workers()
+        if gone:
+            handed = hand_back_workers(
+                self.broker,
+                claim,
+                self.host,
+                gone,
+                "its cluster stopped and the step outlasted CODEX_STOP_GRACE_SECONDS",
+                unstarted=False,
+            )
+            logger.warning(
+                "cluster %s stopping: handed back %d running job(s) of workers %s",
+                claim,
+                handed,
+                sorted(gone),
+            )
 
     def _forget_stopped_workers(self) -> None:
         """Take the workers this keeper stopped out of the sentinel's pool and

@@ -280,3 +280,41 @@ def release_dead_worker(holder: str, reason: str) -> list[str]:
             continue
         freed.append(task.task_id)
     return freed
+
+
+def give_up_job(package: dict, reason: str) -> str | None:
+    """A job whose worker died running it more than CODEX_JOB_REDELIVERIES
+    times is not handed back again (codex.core.brokers): record it as a failed
+    job (the console's failed jobs list), and block the task it would have
+    advanced, with `reason`, for an operator to look at (no retry time: it
+    stays blocked until someone unblocks it). A task with no retries left is
+    escalated instead. Returns the task id it stopped, if any."""
+    from django_q.models import Task as JobResult
+
+    now = timezone.now()
+    JobResult.objects.update_or_create(
+        id=package.get("id"),
+        defaults={
+            "name": package.get("name", ""),
+            "func": str(package.get("func", "")),
+            "args": package.get("args"),
+            "kwargs": package.get("kwargs"),
+            "started": package.get("started") or now,
+            "stopped": now,
+            "result": f"given up: {reason}",
+            "success": False,
+        },
+    )
+    args = package.get("args") or ()
+    if package.get("func") != ADVANCE_JOB or not args:
+        return None
+    task = Task.objects.filter(task_id=args[0]).first()
+    if task is None or task.status != Status.IN_PROGRESS:
+        return None
+    why = f"its step ({task.phase}) keeps killing its worker: {reason}"
+    try:
+        task.perform("block", by=ACTOR, reason=why)
+    except TransitionNotAllowed:
+        task.perform("escalate", by=ACTOR, reason=why, code="retry_limit")
+    logger.error("task %s stopped: %s", task.task_id, why)
+    return task.task_id

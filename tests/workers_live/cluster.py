@@ -238,9 +238,11 @@ class Clusters:
         )
 
     def cleanup(self) -> None:
+        """Kill every cluster: the test is over, and a graceful stop would
+        spend CODEX_STOP_GRACE_SECONDS on steps that are still running."""
         for cluster in self.started:
             if cluster.alive() or not cluster.killed:
-                cluster.stop(timeout=10)
+                cluster.kill()
         connections.close_all()
 
 

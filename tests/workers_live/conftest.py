@@ -18,8 +18,8 @@ def files(tmp_path) -> Files:
 
 @pytest.fixture
 def clusters(transactional_db, tmp_path):
-    """Start clusters with `clusters.start(env)`; every one of them is stopped
-    (or SIGKILLed) when the test ends, passed or failed, before the database is
+    """Start clusters with `clusters.start(env)`; every one of them is SIGKILLed
+    when the test ends, passed or failed, before the database is
     flushed. The seeded schedules (core.0002) are removed first: these tests
     are about the steps they enqueue, not about what the scheduler adds."""
     from django_q.models import Schedule
@@ -41,3 +41,28 @@ def enqueue_via(monkeypatch):
         return route_enqueues(monkeypatch, broker)
 
     return route
+
+
+@pytest.fixture(params=["orm", "redis"])
+def broker(request, enqueue_via):
+    """Each test using it runs on both brokers: (kind, broker, Redis client or
+    None); the Redis test database is emptied before and after."""
+    import redis
+    from django_q.brokers.orm import ORM
+
+    from tests.workers_live.brokers import REDIS_TEST_URL, TestRedisBroker
+
+    if request.param == "orm":
+        yield "orm", enqueue_via(ORM()), None
+        return
+    client = redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
+    client.flushdb()
+    try:
+        yield "redis", enqueue_via(TestRedisBroker()), client
+    finally:
+        client.flushdb()
+        client.close()

@@ -17,12 +17,16 @@ Configured by environment variables (the subprocess reads them per call):
   after it took effect outside but before perform_once records it as done, the
   worst moment to die; "after" sleeps once the phase's side effect is recorded.
   Phases without a side effect sleep at the end either way.
+- CODEX_TEST_DIE_PHASES (comma separated, default none): phases whose run
+  SIGKILLs its own worker right after it starts, every time (a step that
+  crashes its worker: out of memory, a segfault in a library).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 import uuid
 
@@ -34,6 +38,7 @@ RUN_LOG = "CODEX_TEST_RUN_LOG"
 SLEEP_SECONDS = "CODEX_TEST_SLEEP_SECONDS"
 SLEEP_PHASES = "CODEX_TEST_SLEEP_PHASES"
 SLEEP_WHERE = "CODEX_TEST_SLEEP_WHERE"
+DIE_PHASES = "CODEX_TEST_DIE_PHASES"
 
 SIDE_EFFECTS = {"implementation": "pr:create", "release": "pr:merge"}
 
@@ -68,6 +73,8 @@ class SideEffectRunner:
         phase = str(task.phase)
         run_id = uuid.uuid4().hex
         self._record(run_id, "start", task.task_id, phase)
+        if phase in os.environ.get(DIE_PHASES, "").split(","):
+            os.kill(os.getpid(), signal.SIGKILL)
         sleep_seconds = self._sleep_for(phase)
         where = os.environ.get(SLEEP_WHERE, "action")
         if phase in SIDE_EFFECTS:

@@ -16,13 +16,11 @@ from __future__ import annotations
 import time
 
 import pytest
-import redis
-from django_q.brokers.orm import ORM
-from django_q.brokers.redis_broker import Redis as RedisBroker
-from django_q.models import OrmQ
 
 from tests.factories import make_task
-from tests.workers_live.cluster import wait_for, worker_env
+from tests.workers_live.brokers import default_env
+from tests.workers_live.brokers import held as _held
+from tests.workers_live.cluster import wait_for
 from tests.workers_live.helpers import (
     all_completed,
     assert_no_concurrent_runs,
@@ -32,67 +30,7 @@ from tests.workers_live.helpers import (
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
-# Default settings: the test harness's short leases and retries are removed.
-DEFAULTED = (
-    "CODEX_JOB_TIMEOUT",
-    "CODEX_JOB_RETRY",
-    "CODEX_LEASE_SECONDS",
-    "CODEX_HEARTBEAT_SECONDS",
-)
 MOVING_WITHIN = 90
-
-
-class TestRedisBroker(RedisBroker):
-    """django-q's Redis broker on the test Redis database."""
-
-    __test__ = False
-
-    @staticmethod
-    def get_connection(list_key: str | None = None) -> redis.Redis:
-        return redis.from_url(REDIS_TEST_URL)
-
-
-@pytest.fixture(params=["orm", "redis"])
-def broker(request, enqueue_via):
-    """Each test runs on both brokers."""
-    if request.param == "orm":
-        yield "orm", enqueue_via(ORM()), None
-        return
-    client = redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
-    client.flushdb()
-    try:
-        yield "redis", enqueue_via(TestRedisBroker()), client
-    finally:
-        client.flushdb()
-        client.close()
-
-
-def default_env(files, tmp_path, kind: str, **options) -> dict[str, str]:
-    env = worker_env(
-        files,
-        redis_url=REDIS_TEST_URL if kind == "redis" else None,
-        var_dir=tmp_path,
-        **options,
-    )
-    for name in DEFAULTED:
-        env.pop(name, None)
-    return env
-
-
-def _held(kind: str, client) -> int:
-    """How many jobs clusters have claimed (taken, started or not)."""
-    if kind == "orm":
-        return OrmQ.objects.filter(key__startswith="codex@").count()
-    total = 0
-    for key in client.keys("django_q:codex:q:@*"):
-        kind_of = client.type(key)
-        total += client.llen(key) if kind_of == b"list" else client.hlen(key)
-    return total
 
 
 @pytest.mark.parametrize("takeover", ["restart", "survivor"])
@@ -181,6 +119,8 @@ def test_a_graceful_stop_under_load_hands_every_step_over_within_30_s(
     first.stop(timeout=60)
     stopped_at = time.time()
     assert not first.killed, "the cluster stopped by itself, within the grace"
+    # It handed its running steps back itself, not left them to a sweep.
+    assert "stopping: handed back 2 running job(s)" in first.log(), first.log_tail()
 
     # Every task cut short by the stop starts again on the other cluster
     # within 30 s of the SIGTERM; none idles longer.
