@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Q
+from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from codex.core.models import VersionConflict
@@ -53,25 +54,64 @@ def enforce_review_limits() -> dict[str, list[str]]:
     return done
 
 
+def with_failed_reviews(instances: QuerySet) -> QuerySet:
+    """`instances` (coding ones) annotated with `failed_reviews`: what
+    codex.fleet.reviews.failed_reviews counts for each, in the same query
+    (one statement however many instances are running, where asking each
+    instance in turn cost a query per running coding instance)."""
+    from codex.fleet.models import InstanceRelationship, RelationshipType
+    from codex.fleet.reviews import REQUESTED_CHANGES
+
+    failed = InstanceRelationship.objects.filter(
+        relationship_type=RelationshipType.SPAWNED_REVIEW,
+        metadata__verdict=REQUESTED_CHANGES,
+        parent__type=InstanceType.CODING,
+    ).order_by()
+
+    def count(group: str, **match) -> Coalesce:
+        rows = failed.filter(**match).values(group).annotate(n=Count("pk"))
+        return Coalesce(Subquery(rows.values("n")[:1]), 0)
+
+    return instances.annotate(
+        failed_reviews=Case(
+            When(
+                task__isnull=False,
+                then=count("parent__task_id", parent__task_id=OuterRef("task_id")),
+            ),
+            When(
+                issue_number__isnull=False,
+                then=count(
+                    "parent__repository_id",
+                    parent__repository_id=OuterRef("repository_id"),
+                    parent__issue_number=OuterRef("issue_number"),
+                ),
+            ),
+            default=count("parent_id", parent_id=OuterRef("pk")),
+        )
+    )
+
+
 def abandon_failed_work(limit: int) -> list[str]:
     """Spec 004 "Auto-abandon after 5 failed reviews", counted over the work
     its coding instances share (one task, else one issue: a fork starts where
     its parent's reviews left off, so the limit stays reachable while each
     instance is capped at review.max_iterations). The coding instances still
     running are terminated and their task, when in progress, escalates for a
-    person to decide. Returns the instance ids terminated."""
-    from codex.fleet.reviews import failed_reviews
+    person to decide. Returns the instance ids terminated.
 
+    The counts come with the instances (`with_failed_reviews`): a run that
+    finds nothing to abandon costs one query, not one per running instance."""
     terminated: list[str] = []
     seen: set[tuple] = set()
-    for coding in AgentInstance.objects.running().filter(type=InstanceType.CODING):
+    over_limit = with_failed_reviews(
+        AgentInstance.objects.running().filter(type=InstanceType.CODING)
+    ).filter(failed_reviews__gte=limit)
+    for coding in over_limit:
         scope = (coding.task_id, coding.repository_id, coding.issue_number)
         if scope in seen:
             continue
         seen.add(scope)
-        failed = failed_reviews(coding)
-        if failed < limit:
-            continue
+        failed = coding.failed_reviews
         reason = f"{failed} reviews requested changes (limit {limit}): abandoned"
         siblings = AgentInstance.objects.running().filter(type=InstanceType.CODING)
         siblings = (
