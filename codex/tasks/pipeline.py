@@ -190,16 +190,25 @@ def _block_or_escalate(
 ) -> None:
     if guards.retries_remain(task):
         until = timezone.now() + result.retry_after if result.retry_after else None
+        # A wait (retry-after, backoff) is a timeout's 124; a failure with no
+        # time to wait for is a partial transfer's 23 (both transient).
+        exit_code = guards.EXIT_TIMEOUT if until else guards.EXIT_PARTIAL
         task.record_error(
             message=result.reason,
             by=by,
+            exit_code=exit_code,
             code=code,
             resolution=f"blocked until {until:%Y-%m-%d %H:%M:%S} UTC"
             if until
             else "blocked until a person unblocks it",
         )
         _count_retry(task)
-        task.block(by=by, reason=result.reason, retry_after=result.retry_after)
+        task.block(
+            by=by,
+            reason=result.reason,
+            retry_after=result.retry_after,
+            exit_code=exit_code,
+        )
     else:
         _escalate_retry_limit(task, result.reason, by=by)
 

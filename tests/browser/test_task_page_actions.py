@@ -43,7 +43,11 @@ def test_a_blocked_task_is_retried_after_confirming(operator_page, live_server):
     task = make_task(title="Blocked on the forge")
     task.perform("start", by="worker:w1")
     task.perform(
-        "block", by="worker:w1", reason="forge down", retry_after=timedelta(hours=1)
+        "block",
+        by="worker:w1",
+        reason="forge down",
+        retry_after=timedelta(hours=1),
+        exit_code=124,
     )
     page.goto(f"{live_server.url}/tasks/{task.task_id}/")
     assert phase_status(page, "Intake") == "Blocked"

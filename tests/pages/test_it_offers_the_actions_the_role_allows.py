@@ -35,7 +35,11 @@ def blocked_task() -> Task:
     task = make_task(title="Blocked on the forge")
     task.perform("start", by="worker:w1")
     task.perform(
-        "block", by="worker:w1", reason="forge down", retry_after=timedelta(hours=1)
+        "block",
+        by="worker:w1",
+        reason="forge down",
+        retry_after=timedelta(hours=1),
+        exit_code=124,
     )
     return task
 

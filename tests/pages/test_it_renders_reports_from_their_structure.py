@@ -97,7 +97,7 @@ def test_empty_request_sections_are_hidden(member_client):
 def test_a_blocked_phase_shows_blocked_and_its_clock_stops():
     task = make_task()
     task.perform("start", by="worker:w1")
-    task.perform("block", by="worker:w1", reason="forge down")
+    task.perform("block", by="worker:w1", reason="forge down", exit_code=23)
     held_at = task.updated_at
     later = held_at + timedelta(hours=5)
 
@@ -111,7 +111,7 @@ def test_a_blocked_phase_shows_blocked_and_its_clock_stops():
 def test_the_page_says_blocked_since(member_client):
     task = make_task()
     task.perform("start", by="worker:w1")
-    task.perform("block", by="worker:w1", reason="forge down")
+    task.perform("block", by="worker:w1", reason="forge down", exit_code=23)
 
     html = html_of(member_client, task)
 

@@ -34,7 +34,7 @@ def story(task: Task) -> list[tuple]:
             "in_progress",
             "implementation",
             "block",
-            {"reason": "exit 124"},
+            {"reason": "exit 124", "exit_code": 124},
             "status",
             "blocked",
         ),
@@ -75,7 +75,11 @@ def test_phase_transition_event_has_field_phase_and_default_reason():
 def test_block_event_carries_the_retry_delay():
     task = put_in_state(make_task(), status="in_progress", phase="implementation")
     task.perform(
-        "block", by="worker:1", reason="429", retry_after=timedelta(seconds=90)
+        "block",
+        by="worker:1",
+        reason="429",
+        retry_after=timedelta(seconds=90),
+        exit_code=124,
     )
     event = Event.objects.filter(task=task).in_order().last()
     assert event.data["retry_after_seconds"] == 90

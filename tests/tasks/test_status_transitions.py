@@ -52,7 +52,7 @@ ALLOWED = [
         "implementation",
         {},
         "block",
-        {"reason": "exit code 124"},
+        {"reason": "exit code 124", "exit_code": 124},
         "blocked",
     ),
     (
@@ -177,7 +177,11 @@ def test_block_records_retry_and_backoff():
     task = put_in_state(make_task(), status="in_progress", phase="implementation")
     with time_machine.travel(timezone.now(), tick=False):
         task.perform(
-            "block", by="test", reason="exit 23", retry_after=timedelta(minutes=5)
+            "block",
+            by="test",
+            reason="exit 23",
+            retry_after=timedelta(minutes=5),
+            exit_code=23,
         )
         expected_until = timezone.now() + timedelta(minutes=5)
 
@@ -352,11 +356,11 @@ def test_block_refused_when_retries_exhausted():
     )
     before = snapshot(task)
     with pytest.raises(TransitionNotAllowed):
-        task.block(by="test", reason="exit 124")
+        task.block(by="test", reason="exit 124", exit_code=124)
     assert snapshot(task) == before
 
     put_in_state(task, retry_count=limit - 1)
-    task.perform("block", by="test", reason="exit 124")
+    task.perform("block", by="test", reason="exit 124", exit_code=124)
     assert Task.objects.get(pk=task.pk).retry_count == limit
 
 

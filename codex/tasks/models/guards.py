@@ -52,6 +52,21 @@ def lease_available(task: Task) -> bool:
     return not task.lease_is_active or task.lease_holder == task.held_lease
 
 
+# in_progress → blocked: "exit_code ∈ {23, 124}". Codex's transient failures
+# carry them: 124 (a timeout, as timeout(1) exits) when the step timed out or
+# must wait (a retry-after, a rate limit, CI still pending), 23 (a partial
+# transfer, as rsync exits) when an outside system dropped or refused the
+# work for now (docs/domain/tasks.md#retries).
+EXIT_PARTIAL = 23
+EXIT_TIMEOUT = 124
+TRANSIENT_EXIT_CODES = frozenset({EXIT_PARTIAL, EXIT_TIMEOUT})
+
+
+def exit_code_is_transient(exit_code: int | None) -> bool:
+    """in_progress → blocked requires exit_code ∈ {23, 124}."""
+    return exit_code in TRANSIENT_EXIT_CODES
+
+
 def retries_remain(task: Task) -> bool:
     """in_progress → blocked: retries < max (configuration tasks.max_retries)."""
     from codex.configuration.config import get_config
@@ -73,6 +88,22 @@ def escalation_resolved_for_resume(task: Task) -> bool:
     escalation = task.open_escalation_for_resume
     task.__dict__["_escalation_for_resume"] = escalation
     return escalation is not None
+
+
+def escalation_not_stale(task: Task) -> bool:
+    """escalated → in_progress: "task not stale". The resolution answers the
+    task as it was when the question was asked: the escalation was raised in
+    the task's current phase, during its current visit of that phase (a task
+    moved meanwhile, by an operator or a recovery, needs a new question)."""
+    escalation = task.__dict__.get("_escalation_for_resume")
+    if escalation is None:
+        escalation = task.open_escalation_for_resume
+    if escalation is None:
+        return False
+    return (
+        escalation.phase == task.phase
+        and escalation.created_at >= task.phase_entered_at
+    )
 
 
 def phase_is_release(task: Task) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
-from django_fsm import transition
+from django_fsm import TransitionNotAllowed, transition
 
 from codex.tasks.models import guards
 from codex.tasks.models.choices import Agent, Phase, Status
@@ -43,9 +43,24 @@ class StatusTransitions:
         custom={"admin": False},
     )
     def block(
-        self, *, by: str, reason: str, retry_after: timedelta | None = None
+        self,
+        *,
+        by: str,
+        reason: str,
+        retry_after: timedelta | None = None,
+        exit_code: int | None = None,
     ) -> None:
-        """A transient failure: wait (until `retry_after` from now when given)."""
+        """A transient failure: wait (until `retry_after` from now when given).
+
+        Only a transient failure blocks: `exit_code` must be 23 or 124
+        (guards.TRANSIENT_EXIT_CODES); any other is refused with
+        TransitionNotAllowed and nothing changes (a django-fsm condition
+        cannot see the transition's arguments, so the body checks it)."""
+        if not guards.exit_code_is_transient(exit_code):
+            raise TransitionNotAllowed(
+                f"only a transient failure blocks a task (exit code 23 or 124), "
+                f"not exit code {exit_code}: {reason}"
+            )
         self.retry_count += 1
         self.blocked_reason = reason
         self.blocked_until = timezone.now() + retry_after if retry_after else None
@@ -97,7 +112,10 @@ class StatusTransitions:
         field="status",
         source=Status.ESCALATED,
         target=Status.IN_PROGRESS,
-        conditions=[guards.escalation_resolved_for_resume],
+        conditions=[
+            guards.escalation_resolved_for_resume,
+            guards.escalation_not_stale,
+        ],
         custom={"admin": False},
     )
     def resolve(self, *, by: str, reason: str = "escalation resolved") -> None:
