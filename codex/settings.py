@@ -625,7 +625,10 @@ CODEX_PHASE_RUNNER = env_str(
 # How long a parent waits for its children's reports before the completion
 # analysis runs on what arrived (docs/children.md).
 CODEX_CHILDREN_WINDOW_MINUTES = env_int(
-    "CODEX_CHILDREN_WINDOW_MINUTES", 10, minimum=1, maximum=24 * 60
+    "CODEX_CHILDREN_WINDOW_MINUTES", 10, minimum=1, maximum=7 * 24 * 60
+)
+CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES = env_int(
+    "CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES", 8, minimum=1, maximum=24 * 60
 )
 
 # --- Security ----------------------------------------------------------------

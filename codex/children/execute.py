@@ -48,7 +48,7 @@ def carry_out(fan_out: FanOut) -> dict[str, Any]:
     merged, refused = merge_in_order(fan_out, analysis, forge)
     outcome = {"merged": merged, "refused": refused}
     post_analysis(fan_out, analysis, forge, merged, refused)
-    outcome["children"] = settle_children(fan_out, analysis, merged)
+    outcome["children"] = settle_children(fan_out, analysis, merged, refused)
     outcome["parent"] = finish_parent(fan_out, analysis, forge, merged, refused)
     return outcome
 
@@ -147,10 +147,15 @@ def post_analysis(
 
 
 def settle_children(
-    fan_out: FanOut, analysis: CompletionAnalysis, merged: list[int]
+    fan_out: FanOut,
+    analysis: CompletionAnalysis,
+    merged: list[int],
+    refused: str = "",
 ) -> dict[str, str]:
     """Merged children take their next step (their release completes them);
-    children not chosen are cancelled, except under MANUAL_REVIEW."""
+    children not chosen are cancelled, except under MANUAL_REVIEW. Children
+    chosen but not merged because a merge was refused are left for the person
+    the parent's escalation asks (their pull requests may still go in)."""
     from codex.children.reporting import pr_number
 
     done: dict[str, str] = {}
@@ -163,7 +168,10 @@ def settle_children(
             enqueue_on_commit(ADVANCE_JOB, task.task_id)
             done[child.child_id] = "merged"
             continue
-        if analysis.merge_strategy == MergeStrategy.MANUAL_REVIEW:
+        chosen_but_stopped = refused and pr_number(task.pr_url) in (
+            analysis.prs_to_merge
+        )
+        if analysis.merge_strategy == MergeStrategy.MANUAL_REVIEW or chosen_but_stopped:
             done[child.child_id] = "left for a person"
             continue
         try:

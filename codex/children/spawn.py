@@ -15,11 +15,11 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.db import IntegrityError
 
 from codex.children.choices import FanOutState
 from codex.children.models import Child, FanOut
+from codex.children.models.fan_out_queryset import completion_window
 from codex.children.requests import ChildListInvalid, ChildRequest
 from codex.core.side_effects import perform_once
 from codex.repositories.forge import get_forge
@@ -33,12 +33,6 @@ logger = logging.getLogger(__name__)
 # (codex.repositories.local_forge); a parent's issue there takes a number far
 # above those the forge hands out, one per fan-out.
 LOCAL_ISSUE_BASE = 100_000
-
-
-def completion_window() -> timedelta:
-    """How long a fan-out waits for its children (CODEX_CHILDREN_WINDOW_MINUTES,
-    10 by default: spec 001's "Total completion window: ~10 minutes")."""
-    return timedelta(minutes=getattr(settings, "CODEX_CHILDREN_WINDOW_MINUTES", 10))
 
 
 def issue_marker(parent: Task) -> str:

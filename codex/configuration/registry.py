@@ -195,6 +195,26 @@ KEYS: dict[str, ConfigKey] = {
             env="CODEX_STUCK_AFTER_MINUTES",
         ),
         ConfigKey(
+            "children.window_minutes",
+            ValueType.INTEGER,
+            10,
+            "Minutes a parent waits for its children's reports before the "
+            "completion analysis runs on what arrived (docs/children.md).",
+            minimum=1,
+            maximum=7 * 24 * 60,
+            env="CODEX_CHILDREN_WINDOW_MINUTES",
+        ),
+        ConfigKey(
+            "children.analysis_timeout_minutes",
+            ValueType.INTEGER,
+            8,
+            "Minutes the model's completion analysis may take before the "
+            "rules decide instead (docs/children.md).",
+            minimum=1,
+            maximum=24 * 60,
+            env="CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES",
+        ),
+        ConfigKey(
             "claims.ttl_minutes",
             ValueType.INTEGER,
             30,

@@ -18,10 +18,10 @@ from codex.children.decision import Decision, decide, validate_analysis
 from codex.children.models import guards
 from codex.children.models.analysis import CompletionAnalysis, discrepancy_of
 from codex.children.models.fan_out_queryset import (
-    ANALYSIS_TIMEOUT,
     DEFAULT_WINDOW,
     MAX_CHILDREN,
     FanOutQuerySet,
+    analysis_timeout,
 )
 from codex.children.models.report import ChildReport
 from codex.children.parsing import parse_child_report
@@ -31,7 +31,7 @@ from codex.events.models import Event, EventKind
 Analyst = Callable[[Sequence[ChildReport]], Decision]
 # The factory of the default analyst (Claude, one model call): fan_out → Analyst.
 DEFAULT_ANALYST = "agents.fanout.claude_analyst"
-ANALYSIS_TIMED_OUT = "the analysis ran past its 8 minutes: the rules decide"
+ANALYSIS_TIMED_OUT = "the analysis ran past its time: the rules decide"
 
 
 def default_analyst(fan_out: FanOut) -> Analyst:
@@ -408,7 +408,7 @@ class FanOut(VersionedLeasedModel):
     ) -> bool:
         """The timeout path. A completion window past its deadline starts the
         analysis of whatever arrived (spec 001 "Count Underflow"); an analysis
-        running past ANALYSIS_TIMEOUT is finished by the rules. Returns whether
+        running past `analysis_timeout()` is finished by the rules. Returns whether
         it did anything (False before the deadline, or in any other state).
         """
         now = now or timezone.now()
@@ -429,11 +429,11 @@ class FanOut(VersionedLeasedModel):
             elif not (
                 fan_out.state == FanOutState.ANALYZING
                 and fan_out.analysis_started_at is not None
-                and fan_out.analysis_started_at + ANALYSIS_TIMEOUT <= now
+                and fan_out.analysis_started_at + analysis_timeout() <= now
             ):
                 return False
             else:
-                rules_because = ANALYSIS_TIMED_OUT  # the model had its 8 minutes
+                rules_because = ANALYSIS_TIMED_OUT  # the model had its time
         self.refresh_from_db()
         self.analyse(by=by, analyst=analyst, rules_because=rules_because)
         return True

@@ -19,7 +19,25 @@ MAX_CHILDREN = 5
 # Spec 001 "Timing": "Total completion window: ~10 minutes".
 DEFAULT_WINDOW = timedelta(minutes=10)
 # Spec 001 "Timing": "Analysis timeout: 8 minutes"; then the rules decide.
+# The defaults of configuration children.window_minutes and
+# children.analysis_timeout_minutes, read by the functions below.
 ANALYSIS_TIMEOUT = timedelta(minutes=8)
+
+
+def analysis_timeout() -> timedelta:
+    """How long the model's analysis may run before the rules decide
+    (configuration children.analysis_timeout_minutes, 8 by default)."""
+    from codex.configuration.config import get_config
+
+    return timedelta(minutes=get_config("children.analysis_timeout_minutes"))
+
+
+def completion_window() -> timedelta:
+    """How long a new fan-out waits for its children (configuration
+    children.window_minutes, 10 by default)."""
+    from codex.configuration.config import get_config
+
+    return timedelta(minutes=get_config("children.window_minutes"))
 
 
 class FanOutQuerySet(VersionedQuerySet):
@@ -56,11 +74,11 @@ class FanOutQuerySet(VersionedQuerySet):
 
     def due(self, now: datetime) -> FanOutQuerySet:
         """Fan-outs `close_window(now)` would act on: an expired completion
-        window, or an analysis running longer than ANALYSIS_TIMEOUT."""
+        window, or an analysis running longer than `analysis_timeout()`."""
         return self.filter(
             models.Q(state=FanOutState.AWAITING_COMPLETIONS, deadline__lte=now)
             | models.Q(
                 state=FanOutState.ANALYZING,
-                analysis_started_at__lte=now - ANALYSIS_TIMEOUT,
+                analysis_started_at__lte=now - analysis_timeout(),
             )
         )
