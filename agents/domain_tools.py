@@ -89,11 +89,11 @@ NO_INSTANCE = "no agent instance for this run"
 ANSWERED = "answered_questions"
 MAX_ANSWERS_PER_RUN = 3
 ANSWER_EXCERPT_CHARS = 2000
-# Spec 004's status tools, by the roles that have them: the coding agent asks
-# for a review and reports its pull request; the agents checking its work
-# (QA, the reviewer) send it feedback.
+# Status tools, by the roles that have them: the agents checking the
+# developer's work (QA, the reviewer) send it feedback. The developer has
+# none: the runner itself opens the pull request and asks for the review, and
+# tools claiming to would only mislead it.
 STATUS_TOOLS = {
-    Role.WRITER: ("request_review", "create_pr"),
     Role.BUILD: ("send_feedback",),
     Role.REVIEWER: ("send_feedback",),
 }

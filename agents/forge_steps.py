@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from agents import gate_steps
+from agents import gate_steps, worktree_hygiene
 from agents.roles import Role, RoleContext, reviewer, role_for
 from codex.claims.models import IssueClaim
 from codex.core.errors import ClassifiedFailure
@@ -66,6 +66,17 @@ def implementation(
     context: RoleContext,
 ) -> PhaseResult:
     repository = task.repository
+    # Only what the developer meant to change ships (agents.worktree_hygiene).
+    dropped = worktree_hygiene.drop_scratch(
+        worktree, context.extra.get("intended_files") or ()
+    )
+    if dropped:
+        task.record(
+            "tool",
+            by=f"agent:{role.name}",
+            reason=f"removed {len(dropped)} scratch file(s) before the commit",
+            data={"tool": "drop_scratch", "success": True, "files": dropped},
+        )
     sha = commit_all(worktree, submitted["commit_message"], task.task_id)
     if sha is not None:
         task.record(

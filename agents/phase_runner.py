@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from agents import feedback as feedback_loop
-from agents import forge_steps, gate_steps, people
+from agents import forge_steps, gate_steps, people, worktree_hygiene
 from agents.budgets import Budget, TaskBudget
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
@@ -192,6 +192,10 @@ class AgentPhaseRunner:
             worktree, jail=jail, allowed_commands=repository.allowed_commands
         )
         context = RoleContext(task=task, branch=branch, client=client)
+        # The files the developer's tools wrote: only new files among them
+        # are committed (agents.worktree_hygiene).
+        context.extra["intended_files"] = sandbox.files_changed
+        writes = role.phase == "implementation"
         extra = ""
         if role.phase == "verification":
             extra = self._run_checks(sandbox, context, repository)
@@ -239,7 +243,7 @@ class AgentPhaseRunner:
             prompt=prompt,
             result_schema=schema,
             tools=[
-                *sandbox.tools(),
+                *sandbox.tools(read_only=not writes),
                 *domain_tools(context),
                 *self._role_tools(task, role, worktree, context),
             ],
@@ -249,6 +253,8 @@ class AgentPhaseRunner:
             effort=effort_for(role.name),
         )
         context.charge(outcome.metrics)  # answers to questions between roles
+        if not writes:
+            self._reset_after_read_only_run(task, role, worktree)
         if context.extra.get(HUMAN_QUESTIONS):
             # ask_question(to="human"): a person must answer before work goes on.
             escalation = PhaseResult.escalate(
@@ -353,6 +359,7 @@ class AgentPhaseRunner:
                 data={"tool": "commit", "success": True, "sha": sha, "step": item.id},
             )
 
+        intended = context.extra["intended_files"]
         return [
             developer.commit_tool(
                 worktree,
@@ -360,5 +367,24 @@ class AgentPhaseRunner:
                 context.extra.get("task_items") or [],
                 context.extra.setdefault("committed_steps", {}),
                 recorded,
-            )
+                intended,
+            ),
+            developer.changes_tool(
+                worktree, f"origin/{task.repository.default_branch}", intended
+            ),
         ]
+
+    @staticmethod
+    def _reset_after_read_only_run(task: Task, role: Role, worktree: Path) -> None:
+        """A role without write tools leaves the worktree as it found it:
+        whatever its shell changed is undone (and recorded), so the
+        developer's next commit never sweeps it up."""
+        changed = worktree_hygiene.reset(worktree)
+        if changed:
+            task.record(
+                "tool",
+                by=f"agent:{role.name}",
+                reason=f"reset {len(changed)} change(s) left by the {role.name}'s "
+                "run (this role does not change files)",
+                data={"tool": "reset_worktree", "success": True, "changed": changed},
+            )

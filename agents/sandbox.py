@@ -44,6 +44,8 @@ MAX_SEARCH_MATCHES = 100
 MAX_SEARCH_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 500
 MAX_COMMAND_CHARS = 100_000
+# The tools that change files: left out for read-only roles.
+WRITE_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
 SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
 
 
@@ -221,8 +223,11 @@ class Sandbox:
         self.files_changed.add(name)
         return f"wrote {len(data)} bytes to {name}", [name]
 
-    def edit_file(self, path: str, old: str, new: str) -> tuple[str, list[str]]:
-        """Replace the one occurrence of `old` with `new`."""
+    def edit_file(
+        self, path: str, old: str, new: str, replace_all: bool = False
+    ) -> tuple[str, list[str]]:
+        """Replace the one occurrence of `old` with `new` (every occurrence
+        with `replace_all`)."""
         if not old:
             raise ToolError("old must be a non-empty string")
         if "\x00" in new:
@@ -238,17 +243,46 @@ class Sandbox:
         count = text.count(old)
         if count == 0:
             raise ToolError("old was not found in the file; read it and retry")
-        if count > 1:
+        if count > 1 and not replace_all:
             raise ToolError(
-                f"old occurs {count} times; include more context to make it unique"
+                f"old occurs {count} times; include more context to make it "
+                "unique, or set replace_all to replace every occurrence"
             )
-        updated = text.replace(old, new, 1)
+        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         if len(updated.encode("utf-8")) > self.max_write_bytes:
             raise ToolError("refused: the edited file would exceed the size limit")
         _replace(target, updated.encode("utf-8"))
         name = self.relative(target)
         self.files_changed.add(name)
-        return f"edited {name}", [name]
+        times = f" ({count} occurrences)" if replace_all and count > 1 else ""
+        return f"edited {name}{times}", [name]
+
+    def delete_file(self, path: str) -> tuple[str, list[str]]:
+        """Delete one file of the worktree (never a folder, never in .git)."""
+        target = self.resolve(path, for_write=True)
+        if target == self.root or target.is_dir():
+            raise ToolError(f"{path!r} is a folder; delete its files one by one")
+        if not target.is_file() and not target.is_symlink():
+            raise ToolError(f"{path!r} does not exist")
+        name = self.relative(target)
+        target.unlink()
+        self.files_changed.add(name)
+        return f"deleted {name}", [name]
+
+    def move_file(self, source: str, destination: str) -> tuple[str, list[str]]:
+        """Move or rename a file inside the worktree (parents created); the
+        destination must not exist yet."""
+        origin = self.resolve(source, for_write=True)
+        target = self.resolve(destination, for_write=True)
+        if not origin.is_file() or origin.is_symlink():
+            raise ToolError(f"{source!r} is not a file")
+        if target.exists() or target.is_symlink():
+            raise ToolError(f"{destination!r} already exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(origin, target)
+        names = [self.relative(origin), self.relative(target)]
+        self.files_changed.update(names)
+        return f"moved {names[0]} to {names[1]}", names
 
     def run_command(
         self,
@@ -396,8 +430,15 @@ class Sandbox:
             self._run_tool,
         )
 
-    def tools(self) -> list[Tool]:
-        """The sandbox's tools with their API definitions."""
+    def tools(self, *, read_only: bool = False) -> list[Tool]:
+        """The sandbox's tools with their API definitions; `read_only` leaves
+        out the ones that change files (roles that only read and check)."""
+        tools = self._tools()
+        if read_only:
+            return [tool for tool in tools if tool.name not in WRITE_TOOLS]
+        return tools
+
+    def _tools(self) -> list[Tool]:
         return [
             Tool(
                 "list_files",
@@ -452,17 +493,37 @@ class Sandbox:
             ),
             Tool(
                 "edit_file",
-                "Replace exactly one occurrence of `old` with `new` in a file; "
-                "`old` must be unique in the file.",
+                "Replace exactly one occurrence of `old` with `new` in a file "
+                "(`old` must be unique in the file), or every occurrence with "
+                "replace_all. The file keeps its line endings.",
                 _schema(
                     {
                         "path": {"type": "string"},
-                        "old": {"type": "string"},
+                        "old": {"type": "string", "minLength": 1},
                         "new": {"type": "string"},
+                        "replace_all": {"type": "boolean", "default": False},
                     },
                     ["path", "old", "new"],
                 ),
-                lambda a: self.edit_file(a["path"], a["old"], a["new"]),
+                lambda a: self.edit_file(
+                    a["path"], a["old"], a["new"], bool(a.get("replace_all"))
+                ),
+            ),
+            Tool(
+                "delete_file",
+                "Delete a file of the worktree (a file, not a folder).",
+                _schema({"path": {"type": "string"}}, ["path"]),
+                lambda a: self.delete_file(a["path"]),
+            ),
+            Tool(
+                "move_file",
+                "Move or rename a file of the worktree; the destination must "
+                "not exist (its folders are created).",
+                _schema(
+                    {"source": {"type": "string"}, "destination": {"type": "string"}},
+                    ["source", "destination"],
+                ),
+                lambda a: self.move_file(a["source"], a["destination"]),
             ),
             self._command_tool(),
         ]

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 COMMON_RULES = """\
 You work inside the task's git worktree through tools: list_files, read_file,
-search, write_file, edit_file and bash (a shell in an isolated jail: the
-worktree is the current folder and the only writable place, there is no
-network and no secret, git is not available: Codex commits for you). Where a
+search, bash and, for the developer only, write_file, edit_file, delete_file
+and move_file (every other role reads and checks; whatever its shell changes
+is reset after its run). bash is a shell in an isolated jail: the worktree is
+the current folder and the only writable place, there is no network and no
+secret, git is not available: Codex commits for you. Where a
 repository restricts commands, run_command replaces bash (its listed programs
 only, no shell). Paths are relative to the worktree root. Work in small, checked
 steps. When you are done, call submit_result exactly once with an object
@@ -35,11 +37,8 @@ Tools for talking to the team:
   questions per run at most, so ask only what the documents do not say.
   to=human asks a person and stops this phase until they answer: use it only
   when you cannot go on.
-- Status tools of your agent instance, only where your role has them: the
-  developer has request_review(summary) (ask for a review of your work) and
-  create_pr(pr_number, pr_url) (report a pull request you opened); QA and the
-  reviewer have send_feedback(feedback) (feedback for the developer whose work
-  you check). A status tool refused by the instance's state says why."""
+- QA and the reviewer have send_feedback(feedback): a note for the developer
+  whose work you check (your findings themselves go in your result)."""
 
 
 @dataclass

@@ -24,8 +24,9 @@ from typing import Any
 from agents.feedback import RESPONSES_DOCUMENT, responses_document
 from agents.roles.base import COMMON_RULES, Role, RoleContext
 from agents.tools import Tool, ToolError, _schema
+from agents.worktree_hygiene import drop_scratch, scratch_note, untracked_files
 from codex.tasks.runners import PhaseResult
-from integrations.git import STEP_TRAILER, commit_all
+from integrations.git import STEP_TRAILER, commit_all, run_git
 
 SYSTEM_PROMPT = f"""\
 You are the developer of an autonomous software team. You implement the tasks
@@ -35,6 +36,12 @@ tests (bash) before you submit.
 
 When feedback from a previous verification or review is given, work from its
 items first: fix every failure and blocking comment it lists.
+
+Change files with write_file, edit_file, delete_file and move_file: a new file
+is committed only when you made it with write_file or move_file, so scratch
+and reproduction scripts you create through the shell are removed, never
+shipped. Before you submit, call review_changes and read your whole diff:
+nothing unrelated, nothing left over, tests included.
 
 Do not run git. When a task of tasks.md is done and its tests pass, call
 commit_task with its id (e.g. T001) and a one-line message: that commit is the
@@ -127,10 +134,13 @@ def commit_tool(
     items: list[TaskItem],
     committed: dict[str, str],
     on_commit: Callable[[str, TaskItem], None],
+    intended: set[str] | None = None,
 ) -> Tool:
     """The developer's `commit_task(task, message)`: commit the worktree's
     changes as the recovery point of tasks.md item `task`. `committed` (item
-    id → sha) is updated; `on_commit(sha, item)` records the commit."""
+    id → sha) is updated; `on_commit(sha, item)` records the commit. New
+    files not in `intended` (the files the developer's tools wrote) are
+    removed first and named in the answer (agents.worktree_hygiene)."""
     by_id = {item.id: item for item in items}
 
     def commit_task(arguments: dict[str, Any]) -> str:
@@ -145,6 +155,9 @@ def commit_tool(
                 "with the next task"
             )
         message = str(arguments.get("message") or "")
+        note = ""
+        if intended is not None:
+            note = scratch_note(drop_scratch(worktree, intended))
         sha = commit_all(
             worktree,
             commit_message(item, message),
@@ -154,11 +167,11 @@ def commit_tool(
         if sha is None:
             raise ToolError(
                 f"nothing to commit for {item.id}: no file changed since the last "
-                "commit"
+                f"commit. {note}".strip()
             )
         committed[item.id] = sha
         on_commit(sha, item)
-        return f"committed {item.id} as {sha[:12]}"
+        return f"committed {item.id} as {sha[:12]}. {note}".strip()
 
     return Tool(
         "commit_task",
@@ -173,6 +186,36 @@ def commit_tool(
             ["task", "message"],
         ),
         commit_task,
+    )
+
+
+def changes_tool(worktree: Path, base: str, intended: set[str]) -> Tool:
+    """The developer's `review_changes()`: the whole change against the base
+    branch as it would ship (committed and not), and the new files that would
+    be dropped as scratch."""
+
+    def review_changes(arguments: dict[str, Any]) -> str:
+        diff = run_git(["diff", base], worktree)
+        new = untracked_files(worktree)
+        kept = [name for name in new if name in intended]
+        scratch = [name for name in new if name not in intended]
+        parts = [diff.strip() or "(no change to tracked files against the base)"]
+        if kept:
+            parts.append("New files, to be committed: " + ", ".join(kept))
+        if scratch:
+            parts.append(
+                "New files that will be removed as scratch (not made with "
+                "write_file or move_file): " + ", ".join(scratch)
+            )
+        return "\n\n".join(parts)
+
+    return Tool(
+        "review_changes",
+        "Show your whole change against the base branch (committed and not), "
+        "the new files that will be committed and those that will be removed "
+        "as scratch. Read it before you submit.",
+        _schema({}),
+        review_changes,
     )
 
 

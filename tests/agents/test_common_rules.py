@@ -10,7 +10,15 @@ from agents.roles import ROLES, RoleContext
 from agents.roles.base import COMMON_RULES
 from tests.factories import make_task
 
-SANDBOX_TOOLS = ("list_files", "read_file", "search", "write_file", "edit_file")
+SANDBOX_TOOLS = (
+    "list_files",
+    "read_file",
+    "search",
+    "write_file",
+    "edit_file",
+    "delete_file",
+    "move_file",
+)
 
 
 def flat(text: str) -> str:
@@ -32,11 +40,9 @@ def test_each_role_prompt_carries_the_common_rules(phase):
 
 def test_the_rules_name_which_roles_have_the_status_tools():
     rules = flat(COMMON_RULES)
-    assert (
-        "the developer has request_review(summary) (ask for a review of your work) "
-        "and create_pr(pr_number, pr_url)" in rules
-    )
+    assert "request_review" not in rules and "create_pr" not in rules
     assert "QA and the reviewer have send_feedback(feedback)" in rules
+    assert "for the developer only, write_file, edit_file, delete_file" in rules
 
 
 @pytest.mark.django_db

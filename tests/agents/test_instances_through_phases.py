@@ -39,9 +39,10 @@ def repository(bare_repo):  # noqa: F811 (the imported fixture)
     return Repository.objects.create(url=f"file://{bare_repo}")
 
 
-def implementation(calc: str, *, request_review: bool = True, answers=()):
-    """The developer writes the change and, if asked to, calls request_review;
-    in a feedback cycle it answers the findings `answers` (ids) as fixed."""
+def implementation(calc: str, *, request_review: bool = False, answers=()):
+    """The developer writes the change; in a feedback cycle it answers the
+    findings `answers` (ids) as fixed. (It has no request_review tool: the
+    runner asks for the review; calling it is an unknown tool.)"""
     first = [
         tool_use("write_file", {"path": "calc.py", "content": calc}),
         tool_use("write_file", {"path": "test_mul.py", "content": TEST_MUL}),
@@ -163,11 +164,11 @@ def test_each_phase_runs_through_its_instance_to_the_merge(
     }
     assert qa.parent == coding and reviewer.parent == coding
     assert reviewer.parent_relationships.get().review_iteration == 1
-    # The coding instance's life: the developer's own request_review tool, the
-    # spawned review, the approved pull request, the merge, and the end.
+    # The coding instance's life: the spawned review (the runner asks for it;
+    # the developer has no tool claiming to), the approved pull request, the
+    # merge, and the end.
     assert transitions(coding) == [
         None,  # started (the creation event)
-        "request_review",
         "request_review",
         "create_pr",
         "merged",
@@ -175,9 +176,6 @@ def test_each_phase_runs_through_its_instance_to_the_merge(
     ]
     assert coding.status == InstanceStatus.TERMINATED
     assert coding.pr_url == task.pr_url and coding.pr_number
-    tool = tool_events_for(coding).get(data__tool_name="request_review")
-    assert tool.data["status_change"] == "waiting_review"
-    assert tool.data["is_status_updating"] is True
     feedback = tool_events_for(reviewer).get()
     assert feedback.data["tool_name"] == "send_feedback"
     assert feedback.data["metadata"]["feedback"] == "Looks right; keep it small."
