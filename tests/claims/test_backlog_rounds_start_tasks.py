@@ -63,7 +63,7 @@ def test_a_started_task_is_the_issues_task():
 
     (task,) = backlog_tasks(run)
     assert (task.title, task.description) == (issue.title, issue.body)
-    assert (task.created_by, task.issue_number) == ("github", 7)
+    assert (task.created_by, task.issue_number) == ("api", 7)
     assert task.idempotency_key == f"backlog:{run.repository.pk}:7"
     created = Event.objects.get(task=task, kind=EventKind.CREATED)
     assert created.actor == f"backlog:{run.pk}"

@@ -68,5 +68,5 @@ def claimed_task(github_env) -> Task:
         description="calc needs mul",
         acceptance_criteria="- mul(2, 3) == 6",
         issue_number=ISSUE,
-        created_by="github",
+        created_by="api",
     )

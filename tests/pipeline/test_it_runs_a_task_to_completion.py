@@ -13,7 +13,8 @@ from tests.phase_runner import ScriptedPhaseRunner
 from tests.pipeline.helpers import run_steps, transitions
 
 PHASES = ["intake", "planning", "implementation", "verification", "review", "release"]
-AGENTS = ["pm", "planner", "dev", "qa", "reviewer", "release"]
+# The envelope's current_agent: pm | dev | qa | reviewer | none.
+AGENTS = ["pm", "dev", "dev", "qa", "reviewer", "dev"]
 
 
 @pytest.fixture

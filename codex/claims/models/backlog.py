@@ -392,7 +392,7 @@ class BacklogRun(LoggedStateModel):
                         repository=self.repository,
                         title=title[:TITLE_MAX_LENGTH],
                         description=issue.body if issue else "",
-                        created_by=CreatedBy.GITHUB,
+                        created_by=CreatedBy.API,
                         issue_number=claim.number,
                         idempotency_key=idempotency_key(
                             self.repository.pk, claim.number

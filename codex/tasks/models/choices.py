@@ -42,20 +42,24 @@ class Priority(models.TextChoices):
 
 
 class CreatedBy(models.TextChoices):
+    """The envelope's `created_by`, exactly "form | api | manual"
+    (docs/domain/tasks.md#created-by): a task from a GitHub issue came through
+    GitHub's webhook or the backlog run, the API, and keeps its issue number."""
+
     FORM = "form", "Web form"
     API = "api", "API"
     MANUAL = "manual", "Operator"
-    GITHUB = "github", "GitHub issue"
 
 
 class Agent(models.TextChoices):
-    """Spec 002's current_agent (pm, dev, qa, reviewer, none), plus the planner
-    and release manager roles that DESIGN.md gives the planning and release phases."""
+    """The envelope's `current_agent`, exactly "pm | dev | qa | reviewer | none"
+    (docs/domain/tasks.md#roles). Planning and release run as the developer:
+    the plan is the developer's, and the release finishes the developer's pull
+    request through its coding instance; the role that runs (planner, release
+    manager) is the agent instance's `role`."""
 
     PM = "pm", "Product manager"
-    PLANNER = "planner", "Planner"
     DEV = "dev", "Developer"
     QA = "qa", "QA"
     REVIEWER = "reviewer", "Reviewer"
-    RELEASE = "release", "Release manager"
     NONE = "none", "None"

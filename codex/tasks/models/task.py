@@ -39,11 +39,11 @@ PROGRESS_JOB = "codex.tasks.progress.update_progress_comment"
 
 PHASE_AGENT = {
     Phase.INTAKE: Agent.PM,
-    Phase.PLANNING: Agent.PLANNER,
+    Phase.PLANNING: Agent.DEV,
     Phase.IMPLEMENTATION: Agent.DEV,
     Phase.VERIFICATION: Agent.QA,
     Phase.REVIEW: Agent.REVIEWER,
-    Phase.RELEASE: Agent.RELEASE,
+    Phase.RELEASE: Agent.DEV,
 }
 
 
@@ -227,6 +227,16 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
             models.CheckConstraint(
                 condition=models.Q(current_task__lte=models.F("total_tasks")),
                 name="task_current_task_within_total",
+            ),
+            # The envelope's enums, exactly (docs/domain/tasks.md#created-by,
+            # #roles), even for a raw UPDATE.
+            models.CheckConstraint(
+                condition=models.Q(created_by__in=CreatedBy.values),
+                name="task_created_by_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(current_agent__in=Agent.values),
+                name="task_current_agent_valid",
             ),
         ]
 

@@ -89,7 +89,7 @@ def handle(context: Context) -> Result:
             repository=repository,
             title=title,
             description=str(issue.get("body") or ""),
-            created_by=CreatedBy.GITHUB,
+            created_by=CreatedBy.API,
             issue_number=number,
             idempotency_key=f"github:{repository.pk}:{number}",
             actor=context.actor,
