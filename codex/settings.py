@@ -476,6 +476,9 @@ CODEX_SCHEDULES = {
     "codex.repositories.jobs.sync_github_repositories": env_int(
         "CODEX_EVERY_GITHUB_SYNC_MINUTES", 5, minimum=0
     ),
+    "codex.tasks.gate_jobs.check_merge_gates": env_int(
+        "CODEX_EVERY_MERGE_GATE_CHECK_MINUTES", 5, minimum=0
+    ),
     "codex.webhooks.jobs.process_deferred": env_int(
         "CODEX_EVERY_DEFERRED_WEBHOOKS_MINUTES", 2, minimum=0
     ),
@@ -618,6 +621,12 @@ CODEX_MERGE_METHOD = env_choice(
     "CODEX_MERGE_METHOD", "squash", ("squash", "merge", "rebase")
 )
 CODEX_RELEASE_REQUIRES_APPROVAL = env_bool("CODEX_RELEASE_REQUIRES_APPROVAL", False)
+# Gates, steering and the progress comment (docs/gates.md).
+CODEX_PLAN_LABEL = env_str("CODEX_PLAN_LABEL", "codex:plan")
+CODEX_PLAN_MAX_CYCLES = env_int("CODEX_PLAN_MAX_CYCLES", 3, minimum=1)
+CODEX_PROGRESS_MIN_SECONDS = env_int("CODEX_PROGRESS_MIN_SECONDS", 5, minimum=0)
+# The console's address for links in comments (blank: links are paths).
+CODEX_PUBLIC_URL = env_str("CODEX_PUBLIC_URL", "")
 # Agents by default: without ANTHROPIC_API_KEY a task blocks, saying so.
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"

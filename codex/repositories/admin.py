@@ -47,6 +47,10 @@ class RepositoryAdmin(admin.ModelAdmin):
                 ]
             },
         ),
+        (
+            "People decide (docs/gates.md)",
+            {"fields": ["merge_gate", "plan_approval"]},
+        ),
         (None, {"fields": ["registered_on_first_use", "created_at"]}),
     ]
 
