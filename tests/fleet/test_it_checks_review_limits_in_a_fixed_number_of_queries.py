@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from codex.configuration.models import Setting
 from codex.fleet.jobs import enforce_review_limits
 from codex.fleet.reviews import record_review_verdict, spawn_review
 from tests.factories import make_task, put_in_state
@@ -43,3 +44,32 @@ def test_it_costs_the_same_queries_for_2_or_12_running_instances():
     with_two = queries_of_a_run()
     running_work(10, start=200)
     assert queries_of_a_run() == with_two
+
+
+def failed_reviews_of(coding, count: int) -> None:
+    for _ in range(count):
+        review = spawn_review(
+            coding, by="agent:coding", worktree_path="/w/r", branch_name="b"
+        )
+        record_review_verdict(review, approved=False)
+
+
+def test_it_still_counts_an_issue_s_work_and_a_lone_instance_s():
+    Setting.objects.put("review.auto_abandon_after", 3, actor="user:alice")
+    first = make_instance(issue_number=9)
+    fork = make_instance(repository=first.repository, issue_number=9)
+    lone = make_instance(issue_number=None)
+    below = make_instance(issue_number=None)
+    failed_reviews_of(first, 2)
+    failed_reviews_of(fork, 1)
+    failed_reviews_of(lone, 3)
+    failed_reviews_of(below, 2)
+    # The issue's work (first and fork: 3 together) and the lone instance's
+    # (3 of its own) are over the limit; an issue's work is abandoned one
+    # instance a run (the newest first), as each has no task to share.
+    assert sorted(enforce_review_limits()["abandoned"]) == sorted(
+        [fork.instance_id, lone.instance_id]
+    )
+    assert enforce_review_limits()["abandoned"] == [first.instance_id]
+    below.refresh_from_db()
+    assert below.status != "terminated"
