@@ -13,7 +13,13 @@ from typing import Any
 
 import yaml
 
-from codex.tasks.models import Phase, Status, Task
+from codex.tasks.models import (
+    Phase,
+    ReviewReport,
+    Status,
+    Task,
+    VerificationReport,
+)
 from codex.tasks.models.artifact import CONTAINERS
 
 # Spec 003's agent for each phase (DESIGN.md's mapping of the pipelines).
@@ -165,6 +171,76 @@ def task_envelope_yaml(
     envelope = task_envelope(task)
     body = yaml.dump(
         redact(envelope) if redact else envelope,
+        Dumper=_LiteralDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+    )
+    return header + body
+
+
+def verification_report(report: VerificationReport) -> dict[str, Any]:
+    """A verification report as its `report-<cycle>.yml` (the storage layout's
+    agent-verification/<task id>/report-<n>.yml), key for key
+    (docs/domain/tasks.md#verification-report)."""
+    return {
+        "task_id": report.task.task_id,
+        "pr_url": report.pr_url or None,
+        "created_at": _timestamp(report.created_at),
+        "cycle": report.cycle,
+        "test_results": {
+            "summary": {
+                "passed": report.tests_passed,
+                "failed": report.tests_failed,
+                "skipped": report.tests_skipped,
+                "total": report.tests_total,
+            },
+            "failures": list(report.failures),
+        },
+        "acceptance_criteria": list(report.acceptance_criteria),
+        "recommendation": report.recommendation,
+        "feedback": dict(report.feedback),
+    }
+
+
+def review_report(report: ReviewReport) -> dict[str, Any]:
+    """A review report as its `report-<cycle>.yml` (agent-review/<task
+    id>/report-<n>.yml), key for key (docs/domain/tasks.md#review-report)."""
+    comments = list(report.comments)
+    security = {
+        "vulnerabilities_found": len((report.security or {}).get("items", [])),
+        **(report.security or {}),
+    }
+    feedback = {
+        "blocking_count": report.blocking_count,
+        "suggestion_count": sum(
+            1 for comment in comments if comment.get("severity") == "suggestion"
+        ),
+        "priority_order": [c["id"] for c in comments if c.get("id")],
+        **(report.feedback or {}),
+    }
+    return {
+        "task_id": report.task.task_id,
+        "pr_url": report.pr_url or None,
+        "created_at": _timestamp(report.created_at),
+        "cycle": report.cycle,
+        "assessment": report.assessment,
+        "comments": comments,
+        "security": security,
+        "feedback": feedback,
+    }
+
+
+REPORT_EXPORTS = {"verification": verification_report, "review": review_report}
+
+
+def report_yaml(report: VerificationReport | ReviewReport) -> str:
+    """The report as the YAML file of the storage layout, with the spec's
+    header naming where it lives."""
+    kind = "verification" if isinstance(report, VerificationReport) else "review"
+    header = f"# {kind}-report.yml\n# Location: {report.path}\n"
+    body = yaml.dump(
+        REPORT_EXPORTS[kind](report),
         Dumper=_LiteralDumper,
         sort_keys=False,
         allow_unicode=True,

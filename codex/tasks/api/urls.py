@@ -1,7 +1,7 @@
 """The REST API under /api/: tasks, escalations, repositories, the other apps'
 read-only resources, and the OpenAPI schema with its Swagger UI."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from codex.tasks.api import people, views
 from codex.tasks.api.schema import OpenApiView, SwaggerView
@@ -27,6 +27,12 @@ urlpatterns = [
     ),
     path(
         "tasks/<str:task_id>/reports/", views.TaskReports.as_view(), name="task-reports"
+    ),
+    re_path(
+        r"^tasks/(?P<task_id>[^/]+)/reports/(?P<kind>verification|review)/"
+        r"report-(?P<cycle>[1-9][0-9]{0,2})\.yml$",
+        views.TaskReportFile.as_view(),
+        name="task-report-file",
     ),
     *[
         path(

@@ -53,7 +53,7 @@ from codex.tasks.api.serializers import (
     VerificationReportSerializer,
     available_actions,
 )
-from codex.tasks.exports import issue_state, task_envelope_yaml
+from codex.tasks.exports import issue_state, report_yaml, task_envelope_yaml
 from codex.tasks.models import (
     AlreadyResolved,
     CreatedBy,
@@ -291,8 +291,8 @@ class TaskArtifacts(ApiMixin, FilteredListMixin, generics.ListAPIView):
 class TaskReports(ApiMixin, APIView):
     """GET /api/tasks/{task_id}/reports/: verification and review reports by cycle.
 
-    Not paginated: a task has at most max_cycles + 1 of each (3 + 1 and 2 + 1 by
-    default), so the answer is bounded.
+    Not paginated: a task has at most max_cycles of each (3 and 2 by default),
+    so the answer is bounded.
     """
 
     permission_classes = [TaskPermission]
@@ -312,6 +312,32 @@ class TaskReports(ApiMixin, APIView):
                 ).data,
             }
         )
+
+
+class TaskReportFile(ApiMixin, APIView):
+    """GET /api/tasks/{task_id}/reports/{verification|review}/report-{n}.yml:
+    one report as the file of the storage layout
+    (agent-verification/<task>/report-<n>.yml, agent-review/<task>/...)."""
+
+    permission_classes = [TaskPermission]
+
+    @api_schema(responses={(200, "application/yaml"): OpenApiTypes.OBJECT})
+    def get(
+        self, request: Request, task_id: str, kind: str, cycle: str
+    ) -> HttpResponse:
+        task = get_task(request, task_id)
+        reports = {
+            "verification": task.verification_reports,
+            "review": task.review_reports,
+        }[kind]
+        report = generics.get_object_or_404(
+            reports.select_related("task"), cycle=int(cycle)
+        )
+        response = HttpResponse(
+            report_yaml(report), content_type="application/yaml; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'inline; filename="report-{cycle}.yml"'
+        return response
 
 
 # -- escalations ---------------------------------------------------------------------
