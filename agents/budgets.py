@@ -16,6 +16,48 @@ from django.conf import settings
 
 
 @dataclass(frozen=True)
+class RoleLimits:
+    """A role's default limits for one run: turns, tokens (every token of
+    every call, cached reads included), dollars and seconds."""
+
+    max_turns: int
+    max_tokens: int
+    max_cost_usd: Decimal
+    max_seconds: float
+
+
+# Each role's run, by default: the developer works like a coding agent on a
+# real repository (hundreds of steps: read, edit, run the tests, again); the
+# planner and reviewer read widely; triage, QA's judging and release notes
+# take a few steps. Tokens count cached reads, so a long run with a large
+# context counts millions. Overridden per role by CODEX_AGENT_MAX_<LIMIT>_<ROLE>
+# or for every role by CODEX_AGENT_MAX_<LIMIT> (README).
+ROLE_BUDGETS: dict[str, RoleLimits] = {
+    "product_manager": RoleLimits(40, 4_000_000, Decimal("3"), 900),
+    "planner": RoleLimits(100, 10_000_000, Decimal("8"), 1800),
+    "developer": RoleLimits(300, 40_000_000, Decimal("20"), 3600),
+    "qa": RoleLimits(60, 6_000_000, Decimal("4"), 1200),
+    "reviewer": RoleLimits(100, 10_000_000, Decimal("8"), 1800),
+    "release": RoleLimits(10, 500_000, Decimal("0.50"), 300),
+}
+LIMITS = ("max_turns", "max_tokens", "max_cost_usd", "max_seconds")
+
+
+def _limit(role: str | None, name: str) -> Any:
+    """The setting of one limit: the role's own (CODEX_AGENT_MAX_TURNS_DEVELOPER),
+    else every role's (CODEX_AGENT_MAX_TURNS) when not 0; None when neither."""
+    setting = f"CODEX_AGENT_{name.upper()}"
+    if role:
+        own = getattr(settings, f"{setting}_{role.upper()}", None)
+        if own not in (None, ""):
+            return own
+    shared = getattr(settings, setting, None)
+    if shared in (None, "") or Decimal(str(shared)) == 0:
+        return None
+    return shared
+
+
+@dataclass(frozen=True)
 class Budget:
     """Limits of one run. Turns, tokens and cost are hard caps; time gets a
     wrap-up instruction at `wrap_up_at` (a fraction of each limit) and is a
@@ -39,20 +81,29 @@ class Budget:
     model_retry_base_wait: float = 1.0
 
     @classmethod
-    def from_settings(cls) -> Budget:
+    def from_settings(cls, role: str | None = None) -> Budget:
+        """The budget of a run of `role` (its ROLE_BUDGETS defaults and the
+        settings over them); no role: the class defaults and the settings.
+        The run's time is its own budget: the step's heartbeat keeps the
+        task's lease while it works, and CODEX_JOB_TIMEOUT (a safety net for
+        a hung worker) is set well above it."""
+
         def get(name: str, default: Any) -> Any:
             return getattr(settings, name, default)
 
         base = cls()
-        # The run's time is its own budget: the step's heartbeat keeps the
-        # task's lease while it works, and CODEX_JOB_TIMEOUT (a safety net
-        # for a hung worker) is set well above it (docs: README, budgets).
-        max_seconds = float(get("CODEX_AGENT_MAX_SECONDS", base.max_seconds))
+        defaults = ROLE_BUDGETS.get(role or "")
+        limits = {}
+        for name in LIMITS:
+            value = _limit(role, name)
+            if value is None:
+                value = getattr(defaults or base, name)
+            limits[name] = value
         return cls(
-            max_turns=int(get("CODEX_AGENT_MAX_TURNS", base.max_turns)),
-            max_tokens=int(get("CODEX_AGENT_MAX_TOKENS", base.max_tokens)),
-            max_cost_usd=setting_amount("CODEX_AGENT_MAX_COST_USD", base.max_cost_usd),
-            max_seconds=max_seconds,
+            max_turns=int(limits["max_turns"]),
+            max_tokens=int(limits["max_tokens"]),
+            max_cost_usd=Decimal(str(limits["max_cost_usd"])),
+            max_seconds=float(limits["max_seconds"]),
             max_response_tokens=int(
                 get("CODEX_AGENT_MAX_RESPONSE_TOKENS", base.max_response_tokens)
             ),

@@ -247,7 +247,7 @@ class AgentPhaseRunner:
                 *domain_tools(context),
                 *self._role_tools(task, role, worktree, context),
             ],
-            budget=task_budget.apply(Budget.from_settings()),
+            budget=task_budget.apply(Budget.from_settings(role.name)),
             on_tool=lambda record: self._record_tool(task, role, record),
             thinking=thinking_for(role.name),
             effort=effort_for(role.name),

@@ -534,10 +534,26 @@ CODEX_CREDENTIALS = {
 }
 # Claude (issue 6). ANTHROPIC_API_KEY is under CODEX_CREDENTIALS above.
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "") or None
-CODEX_MODEL = env_str("CODEX_MODEL", "claude-sonnet-4-6")
-# Per role: CODEX_MODEL_PRODUCT_MANAGER, _PLANNER, _DEVELOPER, _QA, _REVIEWER, _RELEASE.
+# Empty: each role's default model (integrations/anthropic/client.py
+# ROLE_MODELS, in the README); set, one model for every role.
+CODEX_MODEL = env_str("CODEX_MODEL", "") or None
+# Per role: CODEX_MODEL_PRODUCT_MANAGER, _PLANNER, _DEVELOPER, _QA, _REVIEWER,
+# _RELEASE; the role's thinking (CODEX_THINKING_<ROLE>: adaptive, a token
+# budget, or off) and effort (CODEX_EFFORT_<ROLE>); the role's run budgets
+# (CODEX_AGENT_MAX_TURNS_<ROLE>, _TOKENS_, _COST_USD_, _SECONDS_; agents/budgets.py
+# ROLE_BUDGETS has the defaults). Empty: the role's default.
 for _role in ("PRODUCT_MANAGER", "PLANNER", "DEVELOPER", "QA", "REVIEWER", "RELEASE"):
-    globals()[f"CODEX_MODEL_{_role}"] = env_str(f"CODEX_MODEL_{_role}", "") or None
+    for _name in (
+        "MODEL",
+        "THINKING",
+        "EFFORT",
+        "AGENT_MAX_TURNS",
+        "AGENT_MAX_TOKENS",
+        "AGENT_MAX_COST_USD",
+        "AGENT_MAX_SECONDS",
+    ):
+        _key = f"CODEX_{_name}_{_role}"
+        globals()[_key] = env_str(_key, "") or None
 CODEX_MODEL_TIMEOUT_SECONDS = env_int("CODEX_MODEL_TIMEOUT_SECONDS", 300, minimum=5)
 CODEX_MODEL_MAX_RETRIES = env_int("CODEX_MODEL_MAX_RETRIES", 0, minimum=0, maximum=1)
 # A transient model error (429, 529, 5xx, lost connection) is retried inside the
@@ -548,10 +564,11 @@ CODEX_MODEL_INLINE_WAIT_SECONDS = env_int(
     "CODEX_MODEL_INLINE_WAIT_SECONDS", 30, minimum=1, maximum=300
 )
 CODEX_MODEL_PRICES: dict = {}  # {model: {"input": usd, "output": usd}} per 1M tokens
-CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 60, minimum=1)
-CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 5_000_000, minimum=1000)
-CODEX_AGENT_MAX_COST_USD = env_amount("CODEX_AGENT_MAX_COST_USD", "10")
-CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 1800, minimum=60)
+# One value for every role's run (0: each role's own default, ROLE_BUDGETS).
+CODEX_AGENT_MAX_TURNS = env_int("CODEX_AGENT_MAX_TURNS", 0, minimum=0)
+CODEX_AGENT_MAX_TOKENS = env_int("CODEX_AGENT_MAX_TOKENS", 0, minimum=0)
+CODEX_AGENT_MAX_COST_USD = env_amount("CODEX_AGENT_MAX_COST_USD", "0")
+CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 0, minimum=0)
 # A task's budget across all its agent runs (0: no cap); a run starts with
 # what is left, and a task with nothing left escalates.
 CODEX_TASK_MAX_COST_USD = env_amount("CODEX_TASK_MAX_COST_USD", "50")

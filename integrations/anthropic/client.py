@@ -40,8 +40,19 @@ from codex.core.errors import (
 
 SOURCE = "claude"
 
-# A current model; CODEX_MODEL and CODEX_MODEL_<ROLE> override it.
-DEFAULT_MODEL = "claude-sonnet-4-6"
+# Each role's model, from the provider's current list (the models overview,
+# November 2026): Opus for the roles that plan and judge code, Sonnet for the
+# ones that write and check it, Haiku for release notes. CODEX_MODEL sets one
+# model for every role; CODEX_MODEL_<ROLE> sets one role's (README).
+DEFAULT_MODEL = "claude-sonnet-5-5"
+ROLE_MODELS = {
+    "product_manager": "claude-sonnet-5-5",
+    "planner": "claude-opus-5-5",
+    "developer": "claude-sonnet-5-5",
+    "qa": "claude-sonnet-5-5",
+    "reviewer": "claude-opus-5-5",
+    "release": "claude-haiku-4-5",
+}
 DEFAULT_TIMEOUT_SECONDS = 300
 # The most a reply may hold, per model family (the models overview's "Max
 # output"): a run asks for all of it, so a large file write is not cut off.
@@ -98,6 +109,11 @@ class Price:
 # entries as {model: {"input": .., "output": .., "cache_write": ..,
 # "cache_read": ..}}; check them against Anthropic's price page when moving up.
 DEFAULT_PRICES: dict[str, Price] = {
+    "claude-fable-5-1": Price.from_base("10", "50"),
+    "claude-opus-5-5": Price.from_base("4", "20"),
+    "claude-sonnet-5-5": Price.from_base("2", "10"),
+    "claude-opus-5": Price.from_base("5", "25"),
+    "claude-sonnet-5": Price.from_base("2", "10"),
     "claude-opus-4-6": Price.from_base("5", "25"),
     "claude-opus-4-5": Price.from_base("5", "25"),
     "claude-sonnet-4-6": Price.from_base("3", "15"),
@@ -342,12 +358,16 @@ def effort_for(role: str | None) -> str | None:
 
 
 def model_for(role: str | None = None) -> str:
-    """CODEX_MODEL_<ROLE> if set, else CODEX_MODEL, else DEFAULT_MODEL."""
+    """CODEX_MODEL_<ROLE> if set, else CODEX_MODEL if set, else the role's
+    default (ROLE_MODELS), else DEFAULT_MODEL."""
     if role:
         override = getattr(settings, f"CODEX_MODEL_{role.upper()}", None)
         if override:
             return str(override)
-    return str(getattr(settings, "CODEX_MODEL", None) or DEFAULT_MODEL)
+    chosen = getattr(settings, "CODEX_MODEL", None)
+    if chosen:
+        return str(chosen)
+    return ROLE_MODELS.get(role or "", DEFAULT_MODEL)
 
 
 def _new_sdk(
