@@ -573,8 +573,8 @@ CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 0, minimum=0)
 # what is left, and a task with nothing left escalates.
 CODEX_TASK_MAX_COST_USD = env_amount("CODEX_TASK_MAX_COST_USD", "50")
 CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
-CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
 # 0: each reply may use the model's whole output budget (streamed).
+CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
     "CODEX_AGENT_MAX_RESPONSE_TOKENS", 0, minimum=0
 )
 CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
