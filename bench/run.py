@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "scheduled",
         "webhook",
         "pipeline",
+        "recovery",
     ]
     if args.only:
         modules = [m for m in modules if m in args.only.split(",")]
