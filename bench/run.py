@@ -29,28 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 
 # Figures the issue asks for that no module measures yet: (name, unit, goal, why).
-NOT_DONE: list[tuple[str, str, str, str]] = [
-    (
-        "pipeline_8_workers_vs_cpu_bound_ceiling",
-        "ratio",
-        ">= 0.9 of the CPU-bound ceiling at 8 workers",
-        "not built yet; pipeline_tasks_per_minute_8_workers' ratio is the same "
-        "quotient against pipeline_cpu_bound_tasks_per_minute",
-    ),
-    (
-        "pipeline_codex_cpu_seconds_per_task",
-        "CPU s",
-        "reported; goal half of about 0.45 (workers and PostgreSQL) plus git",
-        "not built yet: the pipeline's CPU split counts git with the QA pytest "
-        "(git_and_pytest)",
-    ),
-    (
-        "cost_per_merged_pull_request",
-        "USD",
-        "reported beside other agent systems' published figures (context only)",
-        "not built yet",
-    ),
-]
+NOT_DONE: list[tuple[str, str, str, str]] = []
 
 
 def machine() -> dict:
