@@ -93,6 +93,7 @@ def test_repository_add_normalizes_the_url(console):
             "url": "https://GitHub.com/acme/added.git",
             "default_branch": "main",
             "accepts_tasks": "on",
+            "merge_gate": "auto",  # the select's default, as a browser sends it
         },
     )
     assert response.status_code == 302, response.content.decode()[:3000]

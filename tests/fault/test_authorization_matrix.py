@@ -58,6 +58,10 @@ API = {
     "api/tasks/<str:task_id>/resume/": {"post": OPS},
     "api/tasks/<str:task_id>/cancel/": {"post": OPS},
     "api/tasks/<str:task_id>/retry/": {"post": OPS},
+    # Gates and steering (docs/gates.md): people with write access.
+    "api/tasks/<str:task_id>/approve/": {"post": STAFF},
+    "api/tasks/<str:task_id>/request-changes/": {"post": STAFF},
+    "api/tasks/<str:task_id>/steer/": {"post": STAFF},
     "api/escalations/": {"get": STAFF},
     "api/escalations/<int:pk>/": {"get": STAFF},
     "api/escalations/<int:pk>/resolve/": {"post": STAFF},
@@ -89,6 +93,8 @@ PAGES = {
     "tasks/<str:task_id>/": {"get": ALL},
     "tasks/<str:task_id>/fragment/": {"get": ALL},
     TASK_ACTION: {"post": OPS},
+    "tasks/<str:task_id>/gate/": {"post": STAFF},
+    "tasks/<str:task_id>/steer/": {"post": STAFF},
     "inbox/": {"get": STAFF},
     "inbox/<int:pk>/resolve/": {"post": STAFF},
 }
