@@ -125,7 +125,7 @@ GIT_ENV = {
 }
 # Where a stray GitHub call from a live worker would go: nowhere (loopback,
 # discard port), so nothing leaves the machine whatever a job tries.
-NOWHERE = "http://127.0.0.1:9"
+NOWHERE = "https://127.0.0.1:9"
 
 
 def free_port() -> int:

@@ -22,3 +22,15 @@ def test_a_delivery_finds_the_lowercase_owner_row():
 def test_a_row_stored_with_the_owners_case_is_still_found():
     stored = make_repository(HELLO_WORLD)
     assert find_repository(load("issues", "labeled.payload.json")) == stored
+
+
+def test_a_local_repository_is_found_whatever_github_is_configured_as(settings):
+    # A local-forge payload (the benchmarks', a local forge's) names a file://
+    # URL; a GITHUB_BASE_URL that is no usable GitHub must not break the lookup.
+    settings.GITHUB_BASE_URL = "http://127.0.0.1:9"
+    stored = make_repository("file:///srv/forge/sample.git")
+    payload = load("issues", "labeled.payload.json")
+    payload["repository"]["html_url"] = "file:///srv/forge/sample.git"
+    assert find_repository(payload) == stored
+    payload["repository"]["html_url"] = HELLO_WORLD
+    assert find_repository(payload) is None

@@ -29,6 +29,7 @@ from codex.repositories.intake import intake_repository_url
 from codex.repositories.models import Repository, normalize_repository_url
 from codex.webhooks.handlers.common import Context, Result
 from codex.webhooks.models import Outcome, WebhookDelivery
+from integrations.github.origin import GitHubNotConfigured
 
 Handler = Callable[[Context], Result]
 
@@ -86,8 +87,10 @@ def find_repository(payload: dict) -> Repository | None:
     if canonical.startswith("http://"):
         # Some payloads (a transferred issue) say http://; Codex stores https.
         candidates.append("https://" + canonical.removeprefix("http://"))
-    with contextlib.suppress(ValidationError):
-        # Intake stores the owner in lowercase; GitHub's html_url keeps its case.
+    # Intake stores the owner in lowercase; GitHub's html_url keeps its case.
+    # A URL intake refuses (a local one), or no usable GitHub configured,
+    # leaves the exact URL as the only candidate.
+    with contextlib.suppress(ValidationError, GitHubNotConfigured):
         candidates.append(intake_repository_url(candidates[-1]))
     return Repository.objects.filter(url__in=candidates).first()
 
