@@ -31,6 +31,7 @@ from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.core.side_effects import SideEffectUncertain, perform_once, settle
 from codex.repositories.forge import get_forge
+from codex.repositories.models import MergeGate
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,16 @@ def merge_in_order(
                 continue
             if pull["state"] != "open":
                 return merged, f"pull request #{number} is {pull['state']}"
+            if repository.merge_gate != MergeGate.AUTO:
+                # The repository's merge gate holds for the children's pull
+                # requests too: a person merges (or approves) them, never
+                # Codex on its own (docs/children.md).
+                order = ", ".join(f"#{n}" for n in analysis.prs_to_merge)
+                return merged, (
+                    f"the repository's merge gate is {repository.merge_gate}: "
+                    f"a person merges the children's pull requests ({order}, in "
+                    f"that order); pull request #{number} is still open"
+                )
             if pull["draft"]:
                 forge.mark_ready(number)
             sha = pull["head_sha"]
