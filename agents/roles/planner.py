@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
+from codex.tasks import speckit
 from codex.tasks.runners import PhaseResult
 
 SYSTEM_PROMPT = f"""\
@@ -14,9 +15,11 @@ You are the planner of an autonomous software team. From spec.md and the
 repository you write the implementation plan and break it into ordered,
 individually committable tasks (at least one).
 
-plan_md is plan.md: "# Implementation Plan", "## Approach", "## Files",
-"## Testing", "## Risks". tasks lists the tasks in order, each with a title and
-a description precise enough to implement without guessing. analysis names the
+plan_md is plan.md in the SpecKit sections: "# Implementation Plan: <title>",
+"## Technical Context" (language/version, dependencies), "## Implementation
+Approach", "## Component Design". tasks lists the tasks in order, each with a
+title, a description precise enough to implement without guessing, and its
+files, tests and acceptance (when it is done). analysis names the
 files to touch, the patterns to follow, the test requirement, what the
 developer must do and must not do, and a short brief.
 
@@ -39,6 +42,9 @@ SCHEMA: dict[str, Any] = {
                 "properties": {
                     "title": {"type": "string", "minLength": 1},
                     "description": {"type": "string"},
+                    "files": string_list(),
+                    "tests": {"type": "string"},
+                    "acceptance": {"type": "string"},
                 },
                 "required": ["title"],
             },
@@ -75,21 +81,17 @@ SCHEMA: dict[str, Any] = {
 INSTRUCTIONS = "Write the plan (plan_md), the tasks and the analysis."
 
 
-def tasks_md(tasks: list[dict[str, Any]]) -> str:
-    lines = ["# Tasks", ""]
-    for number, item in enumerate(tasks, 1):
-        lines.append(f"- [ ] T{number:03}: {item['title'].strip()}")
-        description = (item.get("description") or "").strip()
-        if description:
-            lines.extend(f"  {line}" for line in description.splitlines())
-    return "\n".join(lines) + "\n"
+def tasks_md(tasks: list[dict[str, Any]], title: str = "") -> str:
+    """tasks.md in the SpecKit form (codex.tasks.speckit.tasks_md)."""
+    return speckit.tasks_md(title, tasks)
 
 
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
     tasks = result["tasks"]
+    title = context.task.title
     artifacts = {
-        "plan.md": result["plan_md"].strip() + "\n",
-        "tasks.md": tasks_md(tasks),
+        "plan.md": speckit.complete_plan(result["plan_md"], title=title),
+        "tasks.md": tasks_md(tasks, title),
     }
     if result.get("analysis"):
         artifacts["analysis.json"] = (

@@ -105,7 +105,11 @@ def test_a_request_becomes_a_merged_change(agent_settings, stub, repository):
     assert task.status == "completed" and task.pr_merged
     names = set(task.artifacts.values_list("name", flat=True))
     assert {"spec.md", "plan.md", "tasks.md", "release-notes.md"} <= names
-    assert Artifact.objects.get(task=task, name="spec.md").content == SPEC
+    spec = Artifact.objects.get(task=task, name="spec.md").content
+    # The model's spec in the SpecKit sections, its criteria the success ones.
+    assert spec.startswith(f"# Feature: {task.title}\n")
+    assert "## Success Criteria\n\n- mul(2, 3) == 6" in spec
+    assert "A mul function." in spec and "## Edge Cases" in spec
     assert "T001: Add mul with a test" in task.artifacts.get(name="tasks.md").content
     assert task.total_tasks == 1 and task.current_task == 1
     assert task.branch == f"codex/{task.task_id}"

@@ -54,6 +54,10 @@ API = {
     "api/tasks/<str:task_id>/events/": {"get": ALL},
     "api/tasks/<str:task_id>/artifacts/": {"get": ALL},
     "api/tasks/<str:task_id>/reports/": {"get": ALL},
+    (
+        "api/^tasks/(?P<task_id>[^/]+)/reports/(?P<kind>verification|review)/"
+        "report-(?P<cycle>[1-9][0-9]{0,2})\\.yml$"
+    ): {"get": ALL},
     "api/tasks/<str:task_id>/pause/": {"post": OPS},
     "api/tasks/<str:task_id>/resume/": {"post": OPS},
     "api/tasks/<str:task_id>/cancel/": {"post": OPS},
@@ -252,6 +256,8 @@ def concrete(pattern: str, world, user_pk: int) -> str:
         "api/backlog-runs/<int:pk>/": f"/api/backlog-runs/{world.backlog_run_id}/",
         "api/child-reports/<int:pk>/": (f"/api/child-reports/{world.child_report_id}/"),
         "api/child-analyses/<int:pk>/": f"/api/child-analyses/{analysis_pk}/",
+        # No report exists: allowed roles get 404, not 401/403.
+        "api/^tasks/": f"/api/tasks/{world.task.task_id}/reports/review/report-1.yml",
         "inbox/<int:pk>/resolve/": f"/inbox/{world.escalation.pk}/resolve/",
         TASK_ACTION: f"/tasks/{world.task.task_id}/cancel/",
     }
