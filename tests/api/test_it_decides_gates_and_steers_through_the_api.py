@@ -152,3 +152,13 @@ def test_a_new_task_may_ask_for_plan_approval(api_client):
     from codex.tasks.models import Task
 
     assert Task.objects.get(task_id=response.json()["task_id"]).plan_approval_required
+
+
+def test_the_task_says_what_it_waits_for(api_client, waiting):
+    body = api_client.get(f"/api/tasks/{waiting.task_id}/").json()
+    assert body["status"] == "awaiting_approval"
+    assert body["waiting_for"]["kind"] == "plan"
+    assert body["waiting_for"]["subject"] == waiting.open_gate.subject
+    assert body["waiting_for"]["reason"] == "the plan waits"
+    other = make_task()
+    assert api_client.get(f"/api/tasks/{other.task_id}/").json()["waiting_for"] is None

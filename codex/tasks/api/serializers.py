@@ -6,6 +6,7 @@ import copy
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from codex.core.api import StrictInputMixin
@@ -197,11 +198,24 @@ class TaskSerializer(PrebuiltFieldsMixin, serializers.ModelSerializer):
         return {"holder": task.lease_holder, "expires_at": task.lease_expires_at}
 
 
+class GateSerializer(serializers.Serializer):
+    """The gate a task waits at (docs/gates.md): what for, why, on what."""
+
+    kind = serializers.CharField(help_text="plan or merge")
+    mode = serializers.CharField(help_text="approval, or manual (a person merges)")
+    reason = serializers.CharField()
+    subject = serializers.CharField(
+        help_text="The plan version or head commit a decision must name."
+    )
+    opened_at = serializers.DateTimeField()
+
+
 class TaskDetailSerializer(TaskSerializer):
     """The detail view adds what can be done next and the phase progress."""
 
     available_actions = serializers.SerializerMethodField()
     retry_of = serializers.SerializerMethodField()
+    waiting_for = serializers.SerializerMethodField()
 
     class Meta(TaskSerializer.Meta):
         fields = [
@@ -210,8 +224,17 @@ class TaskDetailSerializer(TaskSerializer):
             "errors",
             "available_actions",
             "retry_of",
+            "waiting_for",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(GateSerializer(allow_null=True))
+    def get_waiting_for(self, task: Task) -> dict | None:
+        """The open gate of a task in awaiting_approval, else null."""
+        if task.status != Status.AWAITING_APPROVAL:
+            return None
+        gate = task.open_gate
+        return None if gate is None else dict(GateSerializer(gate).data)
 
     def get_available_actions(self, task: Task) -> list[str]:
         return available_actions(task)
