@@ -41,12 +41,19 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from agents import (
+    baseline,
+    forge_steps,
+    gate_steps,
+    people,
+    review_inputs,
+    worktree_hygiene,
+)
 from agents import feedback as feedback_loop
-from agents import forge_steps, gate_steps, people, worktree_hygiene
 from agents.budgets import Budget, TaskBudget
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
-from agents.prompts import system_blocks, untrusted
+from agents.prompts import system_blocks
 from agents.roles import Role, RoleContext, developer, qa, role_for
 from agents.roles.base import task_prompt
 from agents.runtime import BUDGET_ESCALATION_CODE, run_agent
@@ -68,7 +75,6 @@ from integrations.git import (
     committed_steps,
     ensure_mirror,
     fast_forward,
-    run_git,
 )
 from integrations.jail import Jail, JailUnavailable
 
@@ -79,12 +85,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NO_KEY_REASON = "no agent backend configured: set ANTHROPIC_API_KEY"
-DIFF_CHARS = 60_000
 DOCUMENTS = {
     "intake": (),
     "planning": ("spec.md",),
     "implementation": ("spec.md", "plan.md", "tasks.md", "analysis.json"),
-    "verification": ("spec.md", "tasks.md"),
+    "verification": ("spec.md", "plan.md", "tasks.md"),
     "review": ("spec.md", "plan.md", feedback_loop.RESPONSES_DOCUMENT),
     "release": ("spec.md",),
 }
@@ -203,8 +208,22 @@ class AgentPhaseRunner:
             if unrunnable:
                 # A configuration problem no developer can fix: ask a person.
                 return PhaseResult.escalate(unrunnable)
+            # What already fails on the base is not the change's.
+            context.extra["baseline"] = baseline.for_task(worktree, repository)
+            extra = "\n\n".join(
+                part
+                for part in (
+                    extra,
+                    baseline.note(context.extra["baseline"]),
+                    self._diff(worktree, repository),
+                )
+                if part
+            )
         elif role.phase == "review":
             extra = self._diff(worktree, repository)
+            results = review_inputs.qa_results(task)
+            if results:
+                extra = f"{extra}\n\n{results}"
         elif role.phase == "planning":
             extra = people.plan_feedback(task)
         documents = latest_documents(task, DOCUMENTS[role.phase])
@@ -218,6 +237,8 @@ class AgentPhaseRunner:
                 # The findings come first; the developer answers each by id.
                 extra = f"{feedback_loop.feedback_prompt(feedback)}\n\n{extra}"
                 schema = feedback_loop.responses_schema(schema, feedback.ids)
+        # Every role knows how the repository checks a change.
+        extra = f"{extra}\n\n{qa.commands_note(repository)}".strip()
         instructions = role.instructions
         if "feedback" in context.extra:
             instructions = developer.FEEDBACK_INSTRUCTIONS
@@ -316,11 +337,9 @@ class AgentPhaseRunner:
 
     @staticmethod
     def _diff(worktree: Path, repository: Repository) -> str:
-        diff = run_git(["diff", f"origin/{repository.default_branch}...HEAD"], worktree)
-        if len(diff) > DIFF_CHARS:
-            diff = diff[:DIFF_CHARS] + f"\n[diff cut at {DIFF_CHARS} characters]"
-        return "The pull request's diff:\n" + untrusted(
-            "pull request diff", diff, raw=True
+        """The change for QA and the reviewer (agents.review_inputs)."""
+        return review_inputs.diff_prompt(
+            worktree, f"origin/{repository.default_branch}"
         )
 
     # -- implementation -----------------------------------------------------
@@ -347,7 +366,10 @@ class AgentPhaseRunner:
         task: Task, role: Role, worktree: Path, context: RoleContext
     ) -> list[Tool]:
         """Tools of one role: the developer's commit_task (a commit per
-        finished task, recorded as a commit tool event)."""
+        finished task, recorded as a commit tool event) and review_changes;
+        QA's and the reviewer's read_diff."""
+        if role.phase in ("verification", "review"):
+            return [review_inputs.diff_tool(worktree, review_inputs.base_ref(task))]
         if role.phase != "implementation":
             return []
 

@@ -573,6 +573,12 @@ CODEX_AGENT_MAX_SECONDS = env_int("CODEX_AGENT_MAX_SECONDS", 0, minimum=0)
 # what is left, and a task with nothing left escalates.
 CODEX_TASK_MAX_COST_USD = env_amount("CODEX_TASK_MAX_COST_USD", "50")
 CODEX_TASK_MAX_TOKENS = env_int("CODEX_TASK_MAX_TOKENS", 0, minimum=0)
+# How long QA's run of one check command may take, unless the repository
+# says (Repository.check_timeout_seconds); agents' one-off commands keep
+# CODEX_SANDBOX_COMMAND_TIMEOUT.
+CODEX_CHECK_TIMEOUT_SECONDS = env_int(
+    "CODEX_CHECK_TIMEOUT_SECONDS", 900, minimum=10, maximum=4 * 3600
+)
 # 0: each reply may use the model's whole output budget (streamed).
 CODEX_AGENT_MAX_RESPONSE_TOKENS = env_int(
     "CODEX_AGENT_MAX_RESPONSE_TOKENS", 0, minimum=0
@@ -644,10 +650,6 @@ CODEX_PLAN_MAX_CYCLES = env_int("CODEX_PLAN_MAX_CYCLES", 3, minimum=1)
 CODEX_PROGRESS_MIN_SECONDS = env_int("CODEX_PROGRESS_MIN_SECONDS", 5, minimum=0)
 # The console's address for links in comments (blank: links are paths).
 CODEX_PUBLIC_URL = env_str("CODEX_PUBLIC_URL", "")
-# Agents by default: without ANTHROPIC_API_KEY a task blocks, saying so.
-CODEX_PHASE_RUNNER = env_str(
-    "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"
-)
 # How long a parent waits for its children's reports before the completion
 # analysis runs on what arrived (docs/children.md).
 CODEX_CHILDREN_WINDOW_MINUTES = env_int(
@@ -655,6 +657,10 @@ CODEX_CHILDREN_WINDOW_MINUTES = env_int(
 )
 CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES = env_int(
     "CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES", 8, minimum=1, maximum=24 * 60
+)
+# Agents by default: without ANTHROPIC_API_KEY a task blocks, saying so.
+CODEX_PHASE_RUNNER = env_str(
+    "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"
 )
 
 # --- Security ----------------------------------------------------------------

@@ -24,20 +24,25 @@ real run is overruled (status failed).
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import re
 import shlex
 import shutil
-import stat
 import tempfile
-import xml.parsers.expat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from xml.etree.ElementTree import Element, TreeBuilder
 
 from django.conf import settings
 
+from agents.check_reports import (  # noqa: F401 (the checks' parsers, re-exported)
+    ERROR_CHARS,
+    JUNIT_MAX_BYTES,
+    MAX_FAILURES,
+    JUnitError,
+    parse_junit,
+    parse_pytest,
+)
 from agents.prompts import untrusted
 from agents.roles.base import COMMON_RULES, Role, RoleContext
 from agents.tools import ToolError
@@ -94,9 +99,6 @@ DEFAULT_TEST_COMMAND = (
     "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}"
 )
 JUNIT_PLACEHOLDER = "{junit_xml}"
-JUNIT_MAX_BYTES = 5_000_000
-MAX_FAILURES = 100
-ERROR_CHARS = 1000
 OUTPUT_TAIL_CHARS = 4000
 # The checks, in the order they run and are reported.
 TEST, LINT, TYPE_CHECK = "test", "lint", "type_check"
@@ -173,12 +175,76 @@ class CheckRun:
         return f"exit code {self.exit_code}"
 
 
+DEFAULT_CHECK_TIMEOUT_SECONDS = 900
+
+
+def check_timeout(repository: Repository) -> int:
+    """How long one of QA's checks may run: the repository's own
+    check_timeout_seconds, else CODEX_CHECK_TIMEOUT_SECONDS."""
+    own = getattr(repository, "check_timeout_seconds", None)
+    return int(
+        own
+        or getattr(settings, "CODEX_CHECK_TIMEOUT_SECONDS", None)
+        or DEFAULT_CHECK_TIMEOUT_SECONDS
+    )
+
+
+def _check_sandbox(sandbox: Sandbox, seconds: int) -> Sandbox:
+    """`sandbox` with the checks' own time limit instead of a one-off
+    command's (a suite takes longer than an agent's `ls`)."""
+    from agents.sandbox import Sandbox
+
+    try:
+        jail = sandbox.jail
+    except JailUnavailable:
+        return sandbox  # run_check says why commands cannot run
+    limits = dataclasses.replace(
+        jail.limits, wall_seconds=float(seconds), cpu_seconds=int(seconds)
+    )
+    return Sandbox(
+        sandbox.root,
+        jail=dataclasses.replace(jail, limits=limits),
+        allowed_commands=sandbox.allowed_commands,
+    )
+
+
 def run_checks(sandbox: Sandbox, repository: Repository) -> list[CheckRun]:
-    """Run every configured command in the sandbox, the tests first."""
+    """Run every configured command in the sandbox, the tests first, each
+    within the repository's check timeout."""
+    checking = _check_sandbox(sandbox, check_timeout(repository))
     return [
-        run_check(sandbox, kind, command)
+        run_check(checking, kind, command)
         for kind, command in configured_commands(repository)
     ]
+
+
+def commands_note(repository: Repository) -> str:
+    """The repository's commands, for every role's prompt."""
+    lines = []
+    for kind, command in configured_commands(repository):
+        shown = command.replace(f" --junitxml={JUNIT_PLACEHOLDER}", "").replace(
+            JUNIT_PLACEHOLDER, "/tmp/junit.xml"
+        )
+        lines.append(f"- {CHECK_LABELS.get(kind, kind)}: `{shown}`")
+    return (
+        "The repository's check commands (QA runs them on the change and on the "
+        "base branch; run them yourself with bash):\n" + "\n".join(lines)
+    )
+
+
+def is_new_problem(check: CheckRun, base: dict[str, Any] | None) -> bool:
+    """Whether `check`'s failure is the change's: it fails here, and it
+    passed on the base commit, or new tests fail, or it fails differently
+    without naming tests. `base`: the check's outcome on the base commit
+    (agents.baseline), None when unknown."""
+    if check.ok:
+        return False
+    if base is None or base.get("status") == "passed":
+        return True
+    names = {str(f.get("name")) for f in test_results(check)["failures"]}
+    if check.kind == TEST and names and base.get("failing"):
+        return bool(names - set(base["failing"]))
+    return check.status != base.get("status")
 
 
 def run_check(sandbox: Sandbox, kind: str, command: str) -> CheckRun:
@@ -241,137 +307,6 @@ def unrunnable(checks: list[CheckRun]) -> str:
         " (fix the repository's verification commands in the admin, or "
         "CODEX_SANDBOX_PATH)"
     )
-
-
-# -- JUnit XML ----------------------------------------------------------------------
-
-
-class JUnitError(Exception):
-    """A JUnit XML file that is missing, too large or refused."""
-
-
-_LOCATION = re.compile(r"^(?P<file>[^\s:]+\.\w+):(?P<line>\d+):", re.MULTILINE)
-
-
-def _read_capped(path: Path, limit: int) -> bytes:
-    """The file's bytes: a regular file (no symlink followed), at most `limit`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        raise JUnitError("the test command wrote no JUnit XML") from None
-    except OSError as exc:
-        raise JUnitError(f"the JUnit XML cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise JUnitError("the JUnit XML is not a regular file")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise JUnitError(f"the JUnit XML is larger than {limit} bytes; not read")
-    return data
-
-
-def _parse_xml(data: bytes) -> Element:
-    """Parse with expat, refusing any DOCTYPE (so no entity can be declared,
-    let alone expanded) in whatever encoding the document claims."""
-    builder = TreeBuilder()
-    parser = xml.parsers.expat.ParserCreate()
-
-    def refuse(*_: Any) -> None:
-        raise JUnitError("the JUnit XML has a DOCTYPE; refused")
-
-    parser.StartDoctypeDeclHandler = refuse
-    parser.EntityDeclHandler = refuse
-    parser.ExternalEntityRefHandler = refuse
-    parser.StartElementHandler = builder.start
-    parser.EndElementHandler = lambda name: builder.end(name)
-    parser.CharacterDataHandler = builder.data
-    try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as exc:
-        raise JUnitError(f"the JUnit XML is not well-formed: {exc}") from None
-    return builder.close()
-
-
-def parse_junit(path: Path, *, limit: int = JUNIT_MAX_BYTES) -> dict[str, Any]:
-    """Counts and failing tests from a JUnit XML file written by untrusted
-    code: size-capped, symlinks refused, DOCTYPE refused. Returns the report's
-    tests_passed, tests_failed (failures and errors), tests_skipped,
-    tests_total and failures [{name, error, file, line}]."""
-    root = _parse_xml(_read_capped(path, limit))
-    if root.tag not in ("testsuites", "testsuite"):
-        raise JUnitError(f"not JUnit XML (root element {root.tag!r})")
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
-    failures: list[dict[str, Any]] = []
-    for case in root.iter("testcase"):
-        outcome = "passed"
-        problem = None
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome, problem = "failed", child
-                break
-            if child.tag == "skipped":
-                outcome = "skipped"
-        counts[outcome] += 1
-        if problem is None or len(failures) >= MAX_FAILURES:
-            continue
-        classname, name = case.get("classname", ""), case.get("name", "?")
-        text = problem.text or ""
-        message = problem.get("message") or text.strip().splitlines()[-1:] or [""]
-        if isinstance(message, list):
-            message = message[0]
-        failure: dict[str, Any] = {
-            "name": f"{classname}::{name}" if classname else name,
-            "error": message.strip()[:ERROR_CHARS],
-        }
-        locations = list(_LOCATION.finditer(text))
-        location = locations[-1] if locations else None
-        if case.get("file"):
-            failure["file"] = case.get("file")
-            if (case.get("line") or "").isdigit():
-                failure["line"] = int(case.get("line"))
-        elif location is not None:
-            failure["file"] = location["file"]
-            failure["line"] = int(location["line"])
-        failures.append(failure)
-    return {
-        "tests_passed": counts["passed"],
-        "tests_failed": counts["failed"],
-        "tests_skipped": counts["skipped"],
-        "tests_total": sum(counts.values()),
-        "failures": failures,
-    }
-
-
-# -- pytest's text output (no JUnit XML) -----------------------------------------
-
-_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
-_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
-
-
-def parse_pytest(output: str) -> dict[str, Any]:
-    """Counts and failures from pytest's summary lines (-q or not)."""
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
-    summary = ""
-    for line in reversed(output.splitlines()):
-        if _COUNT.search(line):
-            summary = line
-            break
-    for number, word in _COUNT.findall(summary):
-        key = {"errors": "error", "xfailed": "skipped", "xpassed": "passed"}.get(
-            word, word
-        )
-        counts[key] += int(number)
-    failures = [
-        {"name": name, "error": (error or "").strip()[:ERROR_CHARS]}
-        for name, error in _FAILED.findall(output)
-    ][:MAX_FAILURES]
-    return {
-        "tests_passed": counts["passed"],
-        "tests_failed": counts["failed"] + counts["error"],
-        "tests_skipped": counts["skipped"],
-        "tests_total": sum(counts.values()),
-        "failures": failures,
-    }
 
 
 def test_results(check: CheckRun | None) -> dict[str, Any]:
@@ -482,8 +417,20 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     checks: list[CheckRun] = list(context.checks)
     test = next((c for c in checks if c.kind == TEST), None)
     run = test_results(test)
-    tests_ok = test is not None and test.ok
-    others_failed = [c for c in checks if c.kind != TEST and not c.ok]
+    # What already failed on the base commit is not the change's (agents.baseline).
+    base = (context.extra.get("baseline") or {}).get("checks") or {}
+    pre_existing = set((base.get(TEST) or {}).get("failing") or [])
+    tests_ok = test is not None and not is_new_problem(test, base.get(TEST))
+    if test is not None and not test.ok and tests_ok:
+        for failure in run["failures"]:
+            failure["pre_existing"] = True
+    else:
+        for failure in run["failures"]:
+            if failure.get("name") in pre_existing:
+                failure["pre_existing"] = True
+    others_failed = [
+        c for c in checks if c.kind != TEST and is_new_problem(c, base.get(c.kind))
+    ]
     recommendation = result["recommendation"]
     items = [str(item) for item in result.get("feedback_items") or []]
     criteria = _criteria(
@@ -495,6 +442,7 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
         items = [
             f"Fix failing test {f['name']}: {f['error']}".strip(": ")
             for f in run["failures"]
+            if not f.get("pre_existing")
         ] + items
     for check in others_failed:
         label = CHECK_LABELS.get(check.kind, check.kind)
@@ -513,6 +461,15 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     if any(c.get("status") != "passed" for c in criteria):
         recommendation = "request_changes"
     feedback: dict[str, Any] = {"checks": [check_summary(c) for c in checks]}
+    known = [f["name"] for f in run["failures"] if f.get("pre_existing")]
+    known += [
+        f"{CHECK_LABELS.get(c.kind, c.kind)}: {c.command}"
+        for c in checks
+        if c.kind != TEST and not c.ok and c not in others_failed
+    ]
+    if known:
+        # Reported, not the developer's to fix (agents.baseline).
+        feedback["pre_existing_failures"] = known
     if recommendation == "request_changes":
         summary = result["summary"]
         if not tests_ok:

@@ -6,6 +6,7 @@ import shlex
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -178,6 +179,14 @@ class Repository(models.Model):
         validators=[validate_command],
         help_text="Blank: CODEX_TYPE_CHECK_COMMAND; no type check when that is "
         "empty too.",
+    )
+    check_timeout_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(10), MaxValueValidator(4 * 3600)],
+        help_text="How long QA's run of each command above (and the same run on "
+        "the base branch) may take, in seconds. Blank: CODEX_CHECK_TIMEOUT_SECONDS "
+        "(900). A one-off command of an agent keeps the jail's own limit.",
     )
     # How the command jail treats this repository (integrations.jail).
     setup_command = models.TextField(
