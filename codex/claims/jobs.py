@@ -56,8 +56,9 @@ def play_backlog_rounds() -> int:
 
 
 def follow_claims_on_board() -> dict[str, int]:
-    """Scheduled: the project board follows the work (spec 000 §3: "[Not on
-    board] --add--> [Todo] --claim--> [In Progress] --close--> [Done]").
+    """Scheduled: the project board follows the work
+    (docs/domain/claims.md#board-columns: not on the board → Todo → In
+    Progress → Done).
 
     An issue a task was made from is added to its repository's board (Todo);
     an item moves to In Progress when a session claims its issue or a task for

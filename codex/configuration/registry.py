@@ -17,7 +17,7 @@ Spec 004 "Database-Stored Configuration" lists the keys and their defaults::
     ('review.timeout_hours', '24', FALSE);
 
 `github.token` and `anthropic.api_key` are encrypted and have no default (the
-spec's value is a placeholder); the keys after spec 004's are Codex's own
+value listed is a placeholder); the keys after those eight are Codex's own
 policies that used to be environment-only settings: each keeps its environment
 variable (`env`), so a deployment's existing variables still apply. The review
 limits are bounded by the spec's own constraint on instance relationships:
@@ -154,7 +154,7 @@ KEYS: dict[str, ConfigKey] = {
             "Auto-terminate stuck reviews after this many hours.",
             minimum=1,
         ),
-        # -- Codex's own policies (not in spec 004's list) -----------------------
+        # -- Codex's own policies (docs/domain/configuration.md#configuration-keys) --
         ConfigKey(
             "anthropic.api_key",
             ValueType.STRING,
@@ -260,7 +260,7 @@ KEYS: dict[str, ConfigKey] = {
     )
 }
 
-# The keys spec 004 lists ("Database-Stored Configuration"), in its order.
+# The eight keys of the user_config table Codex imports, in their order.
 SPEC_004_KEYS = (
     "github.token",
     "editor.command",

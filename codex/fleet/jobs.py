@@ -115,12 +115,12 @@ def over_the_limit(limit: int) -> list[tuple[AgentInstance, int]]:
 
 
 def abandon_failed_work(limit: int) -> list[str]:
-    """Spec 004 "Auto-abandon after 5 failed reviews", counted over the work
-    its coding instances share (one task, else one issue: a fork starts where
-    its parent's reviews left off, so the limit stays reachable while each
-    instance is capped at review.max_iterations). The coding instances still
-    running are terminated and their task, when in progress, escalates for a
-    person to decide. Returns the instance ids terminated."""
+    """review.auto_abandon_after (docs/domain/fleet.md#review-loop), counted
+    over the work its coding instances share (one task, else one issue: a fork
+    starts where its parent's reviews left off, so the limit stays reachable
+    while each instance is capped at review.max_iterations). The coding
+    instances still running are terminated and their task, when in progress,
+    escalates for a person to decide. Returns the instance ids terminated."""
     terminated: list[str] = []
     seen: set[tuple] = set()
     for coding, failed in over_the_limit(limit):

@@ -102,7 +102,7 @@ def _describe(task: Task) -> str:
 
 
 def announce_escalation(task: Task) -> list[Notification]:
-    """Spec 002: "Teams notification queued" when a task escalates."""
+    """An escalation is announced (docs/domain/notifications.md)."""
     escalation = task.escalations.open().order_by("-created_at", "-id").first()
     if escalation is None:
         return []
@@ -122,7 +122,7 @@ def announce_escalation(task: Task) -> list[Notification]:
 
 
 def announce_release(task: Task) -> list[Notification]:
-    """Spec 002: "Task finalized, notifications sent" when the release merged."""
+    """A completed task is announced (docs/domain/notifications.md)."""
     pull = f"\nPull request: {task.pr_url}" if task.pr_url else ""
     return announce(
         f"released:{task.task_id}",

@@ -235,8 +235,8 @@ REPORT_EXPORTS = {"verification": verification_report, "review": review_report}
 
 
 def report_yaml(report: VerificationReport | ReviewReport) -> str:
-    """The report as the YAML file of the storage layout, with the spec's
-    header naming where it lives."""
+    """The report as the YAML file of the storage layout, with a header
+    naming where it lives (docs/domain/tasks.md#exports)."""
     kind = "verification" if isinstance(report, VerificationReport) else "review"
     header = f"# {kind}-report.yml\n# Location: {report.path}\n"
     body = yaml.dump(

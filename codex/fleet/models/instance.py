@@ -383,10 +383,9 @@ class AgentInstance(LoggedStateModel):
             models.CheckConstraint(
                 condition=positive("agent_number"), name="instance_agent_number_gte_1"
             ),
-            # Spec 004: "CHECK (type IN ('coding', 'review', 'planning'))" and
-            # "CHECK (status IN ('started', 'waiting_review', 'pr_created',
-            # 'pr_merged', 'pr_closed', 'terminated'))": a raw UPDATE cannot
-            # set a status the state machine does not know.
+            # docs/domain/fleet.md#instance-status: the database CHECKs type
+            # and status too, so a raw UPDATE cannot set a status the state
+            # machine does not know.
             models.CheckConstraint(
                 condition=Q(type__in=InstanceType.values), name="instance_type_valid"
             ),

@@ -242,8 +242,8 @@ class AgentRun(LoggedStateModel):
 
     @staticmethod
     def issue_outcome(issue_number: int | None, *, closed: bool) -> dict[str, Any]:
-        """The run's issues_worked and closed_issues (spec 000 SessionOutcome:
-        "Issue numbers attempted" / "successfully closed") for a run on
+        """The run's issues_worked and closed_issues (the issues attempted and
+        closed, docs/domain/fleet.md#agent-run) for a run on
         `issue_number`, to set with its ending transition; nothing for work
         that came from no issue."""
         if not issue_number:
