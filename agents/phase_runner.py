@@ -63,6 +63,7 @@ from agents.tools import Tool, ToolRecord
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Learning
 from codex.tasks.runners import PhaseResult
+from codex.tasks.spend_caps import cap_reached
 from integrations.anthropic.client import (
     ModelNotConfigured,
     effort_for,
@@ -133,6 +134,10 @@ class AgentPhaseRunner:
 
     def run(self, task: Task) -> PhaseResult:
         role = role_for(task.phase)
+        capped = cap_reached(task.repository)
+        if capped:
+            # A monthly spend cap: wait until it is raised (docs/gates.md).
+            return PhaseResult.awaiting(capped, kind="spend", mode="cap")
         # Read once: nothing charges the task before the run starts.
         task_budget = TaskBudget.of(task)
         spent = task_budget.exhausted()

@@ -479,6 +479,9 @@ CODEX_SCHEDULES = {
     "codex.tasks.gate_jobs.check_merge_gates": env_int(
         "CODEX_EVERY_MERGE_GATE_CHECK_MINUTES", 5, minimum=0
     ),
+    "codex.tasks.gate_jobs.check_spend_caps": env_int(
+        "CODEX_EVERY_SPEND_CAP_CHECK_MINUTES", 2, minimum=0
+    ),
     "codex.webhooks.jobs.process_deferred": env_int(
         "CODEX_EVERY_DEFERRED_WEBHOOKS_MINUTES", 2, minimum=0
     ),
@@ -650,6 +653,9 @@ CODEX_PLAN_MAX_CYCLES = env_int("CODEX_PLAN_MAX_CYCLES", 3, minimum=1)
 CODEX_PROGRESS_MIN_SECONDS = env_int("CODEX_PROGRESS_MIN_SECONDS", 5, minimum=0)
 # The console's address for links in comments (blank: links are paths).
 CODEX_PUBLIC_URL = env_str("CODEX_PUBLIC_URL", "")
+# The installation's monthly spend cap in USD (0: none); per repository: the
+# console's Repository.monthly_cap_usd.
+CODEX_MONTHLY_CAP_USD = env_int("CODEX_MONTHLY_CAP_USD", 0, minimum=0)
 # How long a parent waits for its children's reports before the completion
 # analysis runs on what arrived (docs/children.md).
 CODEX_CHILDREN_WINDOW_MINUTES = env_int(

@@ -49,7 +49,7 @@ class RepositoryAdmin(admin.ModelAdmin):
         ),
         (
             "People decide (docs/gates.md)",
-            {"fields": ["merge_gate", "plan_approval"]},
+            {"fields": ["merge_gate", "plan_approval", "monthly_cap_usd"]},
         ),
         (None, {"fields": ["registered_on_first_use", "created_at"]}),
     ]

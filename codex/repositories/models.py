@@ -229,6 +229,15 @@ class Repository(models.Model):
         "other than the requester approves first (on GitHub, or on the task "
         "page for the local forge); manual: a person merges.",
     )
+    monthly_cap_usd = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Blank: no cap. The agents' spend on this repository's tasks "
+        "in a calendar month (UTC); at the cap new steps wait until it is raised "
+        "or the month ends (docs/gates.md).",
+    )
     plan_approval = models.BooleanField(
         default=False,
         help_text="On: every task waits after planning until a person approves "

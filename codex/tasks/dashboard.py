@@ -31,6 +31,7 @@ from codex.tasks.models import (
     Status,
     Task,
 )
+from codex.tasks.spend_caps import cap_lines, month_start
 
 THROUGHPUT_DAYS = 14
 RECENT_TASKS = 10
@@ -78,6 +79,8 @@ class RunTotals:
     total_cost: Decimal
     merged_cost: Decimal
     as_of: datetime
+    # This month's spend against the monthly caps (codex.tasks.spend_caps).
+    caps: tuple = ()
 
 
 def run_totals(*, fresh: bool = False) -> RunTotals:
@@ -92,7 +95,7 @@ def run_totals(*, fresh: bool = False) -> RunTotals:
     # hashed IN over the task_merged index rather than a join with every task.
     merged_tasks = Task.objects.filter(pr_merged=True).values("id")
     health: dict[str, int] = {}
-    total_cost = merged_cost = Decimal(0)
+    total_cost = merged_cost = month_cost = Decimal(0)
     for row in (
         AgentRun.objects.with_health()
         .order_by()
@@ -101,12 +104,20 @@ def run_totals(*, fresh: bool = False) -> RunTotals:
             n=Count("id"),
             cost=Sum("cost_usd"),
             merged=Sum("cost_usd", filter=Q(task_id__in=merged_tasks)),
+            month=Sum("cost_usd", filter=Q(started_at__gte=month_start())),
         )
     ):
         health[row["health"]] = row["n"]
         total_cost += row["cost"] or 0
         merged_cost += row["merged"] or 0
-    totals = RunTotals(health, total_cost, merged_cost, timezone.now())
+        month_cost += row["month"] or 0
+    totals = RunTotals(
+        health,
+        total_cost,
+        merged_cost,
+        timezone.now(),
+        tuple(cap_lines(month_cost)),
+    )
     cache.set(RUN_TOTALS_CACHE_KEY, totals, RUN_TOTALS_SECONDS)
     return totals
 
@@ -139,6 +150,7 @@ class Dashboard:
     spend_per_merged_pr: Decimal | None = None
     total_runs: int = 0
     runs_as_of: datetime | None = None
+    caps: tuple = ()
     recent_tasks: list[Task] = field(default_factory=list)
 
 
@@ -212,6 +224,7 @@ def build(today: date | None = None) -> Dashboard:
     # snapshot at most RUN_TOTALS_SECONDS old (see run_totals).
     runs = run_totals()
     board.runs_as_of = runs.as_of
+    board.caps = runs.caps
     board.health = bars(runs.health, list(HealthStatus.choices))
     board.total_runs = sum(runs.health.values())
     board.total_cost, board.merged_cost = runs.total_cost, runs.merged_cost

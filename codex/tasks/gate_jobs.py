@@ -1,8 +1,11 @@
-"""The scheduled look at tasks waiting at a merge gate (docs/gates.md), for
-when no webhook tells Codex (the local forge, GitHub without webhooks, or a
-lost delivery): a pull request a person merged completes its task
-(notice_merge); at an `approval` gate, an approving review on the forge by
-someone allowed decides it as the webhook would."""
+"""The scheduled look at tasks waiting at a gate (docs/gates.md).
+
+Merge gates, for when no webhook tells Codex (the local forge, GitHub without
+webhooks, or a lost delivery): a pull request a person merged completes its
+task (notice_merge); at an `approval` gate, an approving review on the forge
+by someone allowed decides it as the webhook would. Spend gates: a task whose
+repository and installation are under their monthly caps again goes on
+(lift_cap)."""
 
 from __future__ import annotations
 
@@ -96,3 +99,21 @@ def _approved(task: Task, forge, pull, subject: str) -> str:
             continue  # the requester, a reader: look at the next one
         return "approved"
     return "nothing"
+
+
+def check_spend_caps(limit: int = 200) -> dict[str, int]:
+    """Let the tasks waiting at a spend cap go on once they are under it."""
+    counts = {"checked": 0, "lifted": 0}
+    waiting = (
+        Task.objects.filter(status=Status.AWAITING_APPROVAL)
+        .filter(gates__decision="", gates__kind=GateKind.SPEND)
+        .select_related("repository")[:limit]
+    )
+    for task in waiting:
+        counts["checked"] += 1
+        try:
+            task.perform("lift_cap", by=BY)
+        except (TransitionNotAllowed, LeaseUnavailable, VersionConflict):
+            continue  # still at the cap, or busy: the next round looks again
+        counts["lifted"] += 1
+    return counts

@@ -192,11 +192,12 @@ def test_constant_queries(member_client):
     dashboard.forget_run_totals()
     assert count_queries() == few
     # The session, its user, the user's roles (the nav shows only the links
-    # of the role), and the dashboard's five: tasks by status/phase/merge,
-    # escalated tasks, throughput, agent runs, the latest tasks.
-    assert few <= 8
-    # Within the minute the run totals come from the cache: one query fewer.
-    assert count_queries() == few - 1
+    # of the role), and the dashboard's six: tasks by status/phase/merge,
+    # escalated tasks, throughput, agent runs, the repositories' monthly
+    # caps (docs/gates.md), the latest tasks.
+    assert few <= 9
+    # Within the minute the run totals and caps come from the cache.
+    assert count_queries() == few - 2
 
 
 def test_run_totals_are_a_snapshot_at_most_a_minute_old(member_client, data):

@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 import codex.tasks.models.gate_guards
 
-
 # SQLite adds a NOT NULL column with a default by rebuilding the table, which
 # drops the indexes 0006_dashboard_indexes made with SQL outside the model
 # state: make them again there (PostgreSQL adds the columns in place).

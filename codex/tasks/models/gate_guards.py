@@ -106,6 +106,26 @@ def plan_cycles_remain(task: Task) -> bool:
     return task.plan_cycles < task.plan_max_cycles
 
 
+def gate_is_for_a_person(task: Task) -> bool:
+    """approve: plans and merges are a person's to approve; a spend cap is
+    lifted by raising the cap, not by an approval."""
+    pending = _pending(task)
+    return pending is not None and pending.gate.kind in ("plan", "merge")
+
+
+def waits_at_a_spend_cap(task: Task) -> bool:
+    """lift_cap: the task waits at a spend gate."""
+    return task.gates.open().filter(kind="spend").exists()
+
+
+def spend_is_under_the_caps(task: Task) -> bool:
+    """lift_cap: the repository's and the installation's month spend are
+    under their caps again (a cap raised, or a new month)."""
+    from codex.tasks.spend_caps import cap_reached
+
+    return cap_reached(task.repository) is None
+
+
 def waits_for_a_merge(task: Task) -> bool:
     """notice_merge: the task waits at the merge gate."""
     return task.phase == "release" and task.gates.open().filter(kind="merge").exists()
@@ -113,6 +133,7 @@ def waits_for_a_merge(task: Task) -> bool:
 
 APPROVE_GUARDS = (
     gate_is_open,
+    gate_is_for_a_person,
     decision_is_approval,
     decider_is_a_person,
     decider_may_approve,
@@ -133,6 +154,8 @@ REFUSALS = {
     gate_is_open: "the task is not waiting for this decision any more",
     decision_is_approval: "not an approval",
     decision_requests_changes: "say what should change",
+    gate_is_for_a_person: "a spend cap is lifted by raising the cap in the "
+    "console, not by an approval",
     gate_is_for_the_plan: "only a plan can be sent back with changes; "
     "request changes on the pull request instead",
     decider_is_a_person: "Codex itself never decides a gate",

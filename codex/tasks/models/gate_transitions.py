@@ -51,6 +51,7 @@ class GateTransitions:
         """Wait for a person: open a gate saying on what and why."""
         gate = Gate(task=self, kind=kind, mode=mode, reason=reason, subject=subject)
         self.on_save(gate.save)
+        self.on_save(lambda: _announce(self, gate))
 
     @transition(
         field="status",
@@ -121,6 +122,25 @@ class GateTransitions:
         self.current_agent = Agent.NONE
         self.finished_at = now
         self.enqueue_with_save("codex.tasks.jobs.clean_up_task", self.task_id)
+
+    @transition(
+        field="status",
+        source=Status.AWAITING_APPROVAL,
+        target=Status.IN_PROGRESS,
+        conditions=[
+            gate_guards.waits_at_a_spend_cap,
+            gate_guards.spend_is_under_the_caps,
+        ],
+        custom={"admin": False},
+    )
+    def lift_cap(self, *, by: str, reason: str = "spend under the caps again") -> None:
+        """The month's spend is under the caps again: the next step runs."""
+        now = timezone.now()
+        self.on_save(
+            lambda: self.gates.open().update(
+                decision=GateDecision.UNDER_CAP, decided_by=by, decided_at=now
+            )
+        )
 
     # -- helpers ------------------------------------------------------------
 
@@ -196,3 +216,17 @@ class GateTransitions:
         finally:
             self.__dict__.pop("_gate_decision", None)
         return self
+
+
+def _announce(task: Task, gate: Gate) -> None:
+    """Tell the operators a task waits for a person (every configured
+    channel, once per gate)."""
+    from codex.notifications.announcements import announce, task_link
+
+    announce(
+        f"waiting:{task.task_id}:{gate.pk}",
+        subject=f"{task.task_id} waits: {gate.get_kind_display().lower()}",
+        body=f"{task.task_id} ({task.title}) in {task.repository.full_name} "
+        f"waits for a person: {gate.reason}\n{task_link(task)}",
+        task=task,
+    )

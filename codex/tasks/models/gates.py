@@ -30,11 +30,13 @@ PLAN_DOCUMENTS = ("spec.md", "plan.md", "tasks.md")
 class GateKind(models.TextChoices):
     PLAN = "plan", "Plan approval"
     MERGE = "merge", "Merge approval"
+    SPEND = "spend", "Spend cap"
 
 
 class GateMode(models.TextChoices):
     APPROVAL = "approval", "A person approves"
     MANUAL = "manual", "A person merges"
+    CAP = "cap", "A person raises the cap (or the month ends)"
 
 
 class GateDecision(models.TextChoices):
@@ -42,6 +44,7 @@ class GateDecision(models.TextChoices):
     CHANGES_REQUESTED = "changes_requested", "Changes requested"
     MERGED = "merged", "Merged by a person"
     WITHDRAWN = "withdrawn", "Withdrawn (the task ended)"
+    UNDER_CAP = "under_cap", "Spend back under the cap"
 
 
 class GateRefused(Exception):

@@ -91,6 +91,7 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
         in_progress ─await_approval─▶ awaiting_approval ─approve─▶ in_progress
         awaiting_approval ─request_changes─▶ in_progress  (plan, cycles < 3)
         awaiting_approval ─notice_merge─▶ completed       (a person merged)
+        awaiting_approval ─lift_cap─▶ in_progress         (spend under the caps)
         fail: awaiting_approval ──▶ failed
 
     Phase (spec 002 §3.3; all only while in_progress)::
