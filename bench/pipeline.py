@@ -142,10 +142,17 @@ def _bench_cpu() -> float:
 
 def warm_up(seconds: float = 1.0) -> int:
     """A worker job: import what a first step imports (the agent runtime, the
-    anthropic SDK: seconds of CPU), then hold the worker a moment so that each
-    of the cluster's workers takes one. Returns the worker's pid."""
+    anthropic SDK, the URL configuration: seconds of CPU), then hold the
+    worker a moment so that each of the cluster's workers takes one. Returns
+    the worker's pid."""
+    from django.urls import reverse
+
     import agents.phase_runner  # noqa: F401
     import integrations.anthropic.client  # noqa: F401
+
+    # The URL configuration loads on a worker's first reverse() (the task's
+    # progress comment links its page): every view module, the admin, the API.
+    reverse("healthz")
 
     time.sleep(seconds)
     return os.getpid()
