@@ -143,23 +143,26 @@ def announce_failure(task: Task, reason: str) -> list[Notification]:
     )
 
 
-# Task transitions announced, and how.
-ANNOUNCED_TRANSITIONS = {"escalate", "complete", "complete_children", "fail"}
+# The task statuses announced when a transition reaches them.
+ANNOUNCED_TARGETS = {"escalated", "completed", "failed"}
 
 
 def announce_task_transition(
     sender: Any, instance: Any, name: str, source: str, target: str, **kwargs: Any
 ) -> None:
-    """django-fsm post_transition receiver: a task's escalation, completion or
-    failure queues its announcement with the transition's own save (after the
-    escalation row it makes, so the announcement can name it)."""
+    """django-fsm post_transition receiver: a task that becomes escalated,
+    completed (by any transition: a release, a noticed merge, its children's
+    merges) or failed queues its announcement with the transition's own save
+    (after the escalation row it makes, so the announcement can name it)."""
     from codex.tasks.models import Task
 
-    if not isinstance(instance, Task) or name not in ANNOUNCED_TRANSITIONS:
+    if not isinstance(instance, Task) or target not in ANNOUNCED_TARGETS:
         return
-    if name == "escalate":
+    if source == target:
+        return
+    if target == "escalated":
         instance.on_save(lambda: announce_escalation(instance))
-    elif name == "fail":
+    elif target == "failed":
         reason = str((kwargs.get("method_kwargs") or {}).get("reason") or "failed")
         instance.on_save(lambda: announce_failure(instance, reason))
     else:
