@@ -113,7 +113,12 @@ DEMO_CHANGE = ScriptedChange(
     commit_message="Add mul",
     criteria=(("mul(2, 3) == 6", "test_mul"), ("add keeps working", "test_add")),
     release_notes="Adds calc.mul(a, b).",
-    analysis={"files": ["calc.py"], "must_not_do": ["change add"]},
+    analysis={
+        "files": [{"path": "calc.py", "purpose": "mul", "action": "modify"}],
+        "test_requirement": {"required": True, "type": "unit"},
+        "must_not_do": ["change add"],
+        "brief": "Add mul next to add in calc.py, with a pytest test.",
+    },
     qa_summary="Both tests pass.",
 )
 
@@ -134,6 +139,12 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
                     "should_proceed": True,
                     "needs_clarification": False,
                     "spec_md": change.spec,
+                    "triage": {
+                        "type": "NEW_FEATURE",
+                        "scope": "SMALL",
+                        "complexity": "simple",
+                        "labels": ["enhancement"],
+                    },
                 }
             ),
         ],
@@ -177,7 +188,12 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
         ],
         "review": [
             submit(
-                {"assessment": "approve", "summary": "Small and clear.", "comments": []}
+                {
+                    "assessment": "approve",
+                    "summary": "Small and clear.",
+                    "comments": [],
+                    "good": ["The change comes with a test of its own."],
+                }
             )
         ],
         "release": [submit({"release_notes": change.release_notes, "merge": True})],

@@ -115,6 +115,11 @@ def implementation(
         task=task,
         kind="pr",
     )
+    # The writer's record: what the branch changes, file by file.
+    context.extra["changes"] = run_git(
+        ["diff", "--name-status", f"origin/{repository.default_branch}...HEAD"],
+        worktree,
+    )
     result = role.to_phase_result(submitted, context)
     result.commits = commits
     result.branch = branch
@@ -350,6 +355,59 @@ def release(
     with contextlib.suppress(ClassifiedFailure, OSError):
         remove_worktree(mirror_path(repository), worktree, delete_branch=True)
     return role.to_phase_result(submitted, context)
+
+
+# -- intake -------------------------------------------------------------------
+
+
+def after_triage(task: Task, forge: Forge, context: RoleContext) -> None:
+    """The triage on the issue: its labels added, and when the product manager
+    declined the request, a comment saying why (each at most once). A forge
+    failure here is recorded and does not undo the triage."""
+    if not task.issue_number:
+        return
+    labels = context.extra.get("labels") or []
+    declined = context.extra.get("declined") or ""
+    repository, issue = task.repository, task.issue_number
+    try:
+        if labels:
+            perform_once(
+                f"issue:labels:{repository.pk}:{issue}:{task.task_id}",
+                lambda: (forge.add_labels(issue, list(labels)), {"labels": labels})[1],
+                lookup=lambda: None,  # adding labels again changes nothing
+                task=task,
+                kind="issue",
+            )
+            task.record(
+                "tool",
+                by="agent:product_manager",
+                reason=f"labels added to issue #{issue}: {', '.join(labels)}",
+                data={"tool": "add_labels", "success": True, "labels": labels},
+            )
+        if declined:
+            marker = f"<!-- codex:declined:{task.task_id} -->"
+            body = (
+                "Codex will not work on this request: "
+                f"{reviewer.inert(declined)}\n\n{marker}"
+            )
+            perform_once(
+                f"issue:declined:{repository.pk}:{issue}:{task.task_id}",
+                lambda: dict(forge.comment(issue, body)),
+                lookup=lambda: (
+                    None
+                    if (found := forge.find_comment(issue, marker)) is None
+                    else dict(found)
+                ),
+                task=task,
+                kind="issue",
+            )
+    except (ClassifiedFailure, SideEffectUncertain, IssueGone) as exc:
+        task.record(
+            "tool",
+            by="agent:product_manager",
+            reason=f"the triage could not be put on the issue: {exc}"[:2000],
+            data={"tool": "add_labels", "success": False},
+        )
 
 
 # -- review -------------------------------------------------------------------

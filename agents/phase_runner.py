@@ -311,6 +311,8 @@ class AgentPhaseRunner:
                 forge_steps.mark_ready(task, forge, branch)
             if role.phase == "review" and result.review:
                 forge_steps.post_review(task, forge, branch, result.review)
+            if role.phase == "intake":
+                forge_steps.after_triage(task, forge, context)
         result.metrics = {**outcome.metrics.as_dict(), **result.metrics}
         return result
 

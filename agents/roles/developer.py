@@ -15,6 +15,7 @@ got.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,6 +220,34 @@ def changes_tool(worktree: Path, base: str, intended: set[str]) -> Tool:
     )
 
 
+WRITER_DOCUMENT = "writer.json"
+ACTIONS = {"A": "create", "M": "modify", "D": "delete", "R": "rename", "C": "create"}
+
+
+def writer_record(result: dict[str, Any], context: RoleContext) -> str:
+    """writer.json: the developer's summary, the commit message and the
+    branch's changes ({file, action}) from `git diff --name-status`."""
+    changes = []
+    for line in str(context.extra.get("changes") or "").splitlines():
+        status, _, paths = line.partition("\t")
+        if not paths:
+            continue
+        changes.append(
+            {
+                "file": paths.split("\t")[-1],
+                "action": ACTIONS.get(status[:1], "modify"),
+            }
+        )
+    tests = [c["file"] for c in changes if "test" in c["file"].rsplit("/", 1)[-1]]
+    record = {
+        "summary": result["summary"],
+        "commit_message": result["commit_message"],
+        "changes": changes,
+        "test_files": tests,
+    }
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
     """Progress: the runner adds commits, branch, pull request and CI. The
     tasks done are what the agent reports, and at least the items with a
@@ -229,6 +258,8 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     committed = len(context.extra.get("committed_steps") or {})
     done = min(max(int(result["tasks_completed"]), committed), total) if total else 0
     phase_result = PhaseResult(current_task=done, branch=context.branch)
+    if "changes" in context.extra:
+        phase_result.artifacts[WRITER_DOCUMENT] = writer_record(result, context)
     feedback = context.extra.get("feedback")
     if feedback is not None:
         phase_result.artifacts[RESPONSES_DOCUMENT] = responses_document(

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.utils import timezone
+
 from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
 from codex.tasks import speckit
+from codex.tasks.models.analysis import Analysis
 from codex.tasks.runners import PhaseResult
 
 SYSTEM_PROMPT = f"""\
@@ -52,9 +55,30 @@ SCHEMA: dict[str, Any] = {
         "analysis": {
             "type": "object",
             "properties": {
-                "files": string_list(),
+                # A path, or {path, purpose, action: create|modify|delete}.
+                "files": {
+                    "type": "array",
+                    "items": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "path": {"type": "string"},
+                                    "purpose": {"type": "string"},
+                                    "action": {
+                                        "type": "string",
+                                        "enum": list(Analysis.FILE_ACTIONS),
+                                    },
+                                },
+                                "required": ["path"],
+                            },
+                        ]
+                    },
+                },
                 "patterns": string_list(),
-                "test_requirement": {"type": "string"},
+                # A sentence, or {required, type, location, description}.
+                "test_requirement": {"type": ["string", "object"]},
                 "must_do": string_list(),
                 "must_not_do": string_list(),
                 "brief": {"type": "string"},
@@ -86,7 +110,48 @@ def tasks_md(tasks: list[dict[str, Any]], title: str = "") -> str:
     return speckit.tasks_md(title, tasks)
 
 
+def _files(files: list[Any]) -> list[dict[str, str]]:
+    out = []
+    for item in files or []:
+        entry = {"path": item} if isinstance(item, str) else dict(item)
+        out.append(
+            {
+                "path": str(entry.get("path") or ""),
+                "purpose": str(entry.get("purpose") or ""),
+                "action": entry.get("action") or "modify",
+            }
+        )
+    return [entry for entry in out if entry["path"]]
+
+
+def _test_requirement(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {"required": bool(value.get("required", True)), **value}
+    return {"required": True, "description": str(value or "")}
+
+
+def record_analysis(result: dict[str, Any], context: RoleContext) -> Analysis:
+    """The task's Analysis (the analyst's brief for the writer) from the
+    planner's result; a rerun of planning replaces it."""
+    analysis = result.get("analysis") or {}
+    brief = (analysis.get("brief") or "").strip() or result["plan_md"].strip()
+    record, _ = Analysis.objects.update_or_create(
+        task=context.task,
+        defaults={
+            "files": _files(analysis.get("files") or []),
+            "patterns": [str(p) for p in analysis.get("patterns") or []],
+            "test_requirement": _test_requirement(analysis.get("test_requirement")),
+            "must_do": [str(p) for p in analysis.get("must_do") or []],
+            "must_not_do": [str(p) for p in analysis.get("must_not_do") or []],
+            "brief": brief,
+            "completed_at": timezone.now(),
+        },
+    )
+    return record
+
+
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
+    record_analysis(result, context)
     tasks = result["tasks"]
     title = context.task.title
     artifacts = {

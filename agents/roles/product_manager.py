@@ -1,13 +1,27 @@
-"""Product manager (intake): triage the request and write spec.md (spec 002
-§4.1), or ask for clarification, or decline to proceed."""
+"""Product manager (intake): triage the request and write spec.md, or ask
+for clarification, or decline to proceed.
+
+The triage is recorded as the task's Triage (type, scope, complexity,
+should_proceed and the reason when not); its labels are put on the issue by
+the runner (agents.forge_steps.after_triage). A request the product manager
+declines stops the task: the runner says why on the issue."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.utils import timezone
+
 from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
+from codex.tasks.models.analysis import Complexity, Scope, Triage, TriageType
 from codex.tasks.runners import PhaseResult
 from codex.tasks.speckit import complete_spec
+
+DECLINED = "the product manager advises not to proceed"
+# An issue label: short, no markup.
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,48}$"
+_LABEL = re.compile(LABEL_PATTERN)
 
 SYSTEM_PROMPT = f"""\
 You are the product manager of an autonomous software team. You turn a feature
@@ -21,8 +35,13 @@ Read the request and, where it helps, the repository. Then either:
   behaviour>"); add "## Out of Scope" or "## Open Questions" when useful;
 - or, when the request cannot be specified without answers, set
   needs_clarification with the questions to ask;
-- or, when it should not be done at all, set should_proceed to false with the
-  reason.
+- or, when it should not be done at all (out of scope for the repository,
+  harmful, a duplicate), set should_proceed to false with the reason: the
+  task stops and the reason is posted on the issue.
+
+Always fill triage: type (BUG_FIX, NEW_FEATURE, REFACTOR_STYLE), scope (SMALL,
+MEDIUM, LARGE), complexity (simple, moderate, complex) and labels for the
+issue (a few short ones, e.g. enhancement, bug, docs).
 
 {COMMON_RULES}"""
 
@@ -35,8 +54,14 @@ SCHEMA: dict[str, Any] = {
         "triage": {
             "type": "object",
             "properties": {
-                "type": {"type": "string"},
-                "complexity": {"type": "string"},
+                "type": {"type": "string", "enum": list(TriageType.values)},
+                "scope": {"type": "string", "enum": list(Scope.values)},
+                "complexity": {"type": "string", "enum": list(Complexity.values)},
+                "labels": {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": LABEL_PATTERN},
+                    "maxItems": 5,
+                },
             },
         },
         "spec_md": {"type": "string"},
@@ -48,10 +73,36 @@ SCHEMA: dict[str, Any] = {
 INSTRUCTIONS = "Write the specification (spec_md) for this request."
 
 
+def record_triage(result: dict[str, Any], context: RoleContext) -> Triage:
+    """The task's Triage from the submitted result (once per task: a rerun
+    of intake replaces it)."""
+    triage = result.get("triage") or {}
+    proceed = bool(result["should_proceed"])
+    reason = "" if proceed else (result.get("reason") or "").strip() or DECLINED
+    record, _ = Triage.objects.update_or_create(
+        task=context.task,
+        defaults={
+            "type": triage.get("type") or TriageType.NEW_FEATURE,
+            "scope": triage.get("scope") or Scope.MEDIUM,
+            "complexity": triage.get("complexity") or Complexity.MODERATE,
+            "should_proceed": proceed,
+            "rejection_reason": reason,
+            "completed_at": timezone.now(),
+        },
+    )
+    context.extra["labels"] = sorted(
+        {str(label) for label in triage.get("labels") or [] if _LABEL.match(str(label))}
+    )
+    return record
+
+
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
-    if not result["should_proceed"]:
-        return PhaseResult.escalate(
-            result.get("reason") or "the product manager advises not to proceed"
+    triage = record_triage(result, context)
+    if not triage.should_proceed:
+        # Stopped on purpose; the runner posts the reason on the issue.
+        context.extra["declined"] = triage.rejection_reason
+        return PhaseResult.failed(
+            f"the product manager declined the request: {triage.rejection_reason}"
         )
     if result["needs_clarification"]:
         return PhaseResult(

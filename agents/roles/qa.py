@@ -493,7 +493,46 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
         "recommendation": recommendation,
         "feedback": feedback,
     }
+    record_build(context, checks, run["failures"], tests_ok, others_failed)
     return PhaseResult(verification=verification)
+
+
+def record_build(
+    context: RoleContext,
+    checks: list[CheckRun],
+    failures: list[dict[str, Any]],
+    tests_ok: bool,
+    others_failed: list[CheckRun],
+) -> None:
+    """This cycle's BuildResult: the commands QA ran and how they went (a
+    check passes when it passed, failed the same way on the base, or is not
+    configured)."""
+    task = getattr(context, "task", None)
+    if task is None or getattr(task, "pk", None) is None:
+        return
+    from codex.tasks.models.analysis import BuildResult
+
+    kinds = {check.kind for check in others_failed}
+    BuildResult.objects.update_or_create(
+        task=task,
+        cycle=task.verification_cycles + 1,
+        defaults={
+            "commands_run": [
+                BuildResult.command(
+                    c.command, -1 if c.exit_code is None else c.exit_code, c.output
+                )
+                for c in checks
+            ],
+            "tests_passed": tests_ok,
+            "lint_passed": LINT not in kinds,
+            "type_check_passed": TYPE_CHECK not in kinds,
+            "errors": [
+                f"{f.get('name')}: {f.get('error', '')}"[:ERROR_CHARS]
+                for f in failures
+                if not f.get("pre_existing")
+            ],
+        },
+    )
 
 
 ROLE = Role(

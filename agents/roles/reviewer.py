@@ -32,15 +32,24 @@ answers to the previous findings (feedback-responses.md) say what was fixed
 and why anything was not: check each answer against the diff. Comment on
 correctness, clarity, tests and security. A comment is "blocking" when the
 change must not be merged without fixing it, else a "suggestion". Approve only
-without blocking comments.
+without blocking comments. List in good what the change does well (kept in
+the record, and worth keeping in later changes). When you cannot judge the
+change without an answer only a person has (an unclear requirement, a design
+choice the request leaves open), set assessment to needs_info with the
+questions: a person answers before the review goes on.
 
 {COMMON_RULES}"""
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "assessment": {"type": "string", "enum": ["approve", "request_changes"]},
+        "assessment": {
+            "type": "string",
+            "enum": ["approve", "request_changes", "needs_info"],
+        },
         "summary": {"type": "string"},
+        "good": {"type": "array", "items": {"type": "string"}},
+        "questions": {"type": "array", "items": {"type": "string"}},
         "comments": {
             "type": "array",
             "items": {
@@ -70,6 +79,16 @@ INSTRUCTIONS = "Review the pull request and submit your review."
 
 
 def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
+    if result["assessment"] == "needs_info":
+        # NEEDS_INFO: a person answers before the review can conclude.
+        questions = [str(q) for q in result.get("questions") or []] or [
+            result["summary"]
+        ]
+        return PhaseResult.escalate(
+            f"NEEDS_INFO: the reviewer needs information: {result['summary']}",
+            questions=questions,
+            code="needs_clarification",
+        )
     comments = []
     for number, comment in enumerate(result["comments"], 1):
         comments.append({"id": f"R{number:03}", **comment})
@@ -88,6 +107,7 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
                 "blocking_count": blocking,
                 "message": result["summary"],
                 "comments": comments,
+                "good": [str(item) for item in result.get("good") or []],
             },
         }
     )

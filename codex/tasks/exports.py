@@ -7,6 +7,7 @@ Both are read-only views of the database; nothing is stored in these formats.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -280,6 +281,11 @@ def issue_state(task: Task) -> dict[str, Any]:
     if task.status in (Status.FAILED, Status.CANCELLED) and task.errors:
         pipeline["failure_reason"] = task.errors[-1].get("message")
     past_writer = task.phase in (Phase.VERIFICATION, Phase.REVIEW, Phase.RELEASE)
+    writer = _writer_record(task)
+    labels = _labels(task)
+    verdict = VERDICT_003.get(review.assessment) if review else None
+    if _needs_info(task):
+        verdict = "NEEDS_INFO"
     return {
         "version": "1.0",
         "issue": {
@@ -288,7 +294,7 @@ def issue_state(task: Task) -> dict[str, Any]:
             "url": issue_url,
             "type": triage.type if triage else None,
             "original_body": task.description,
-            "labels": [],
+            "labels": labels,
         },
         "pipeline": pipeline,
         "triage": {
@@ -310,14 +316,12 @@ def issue_state(task: Task) -> dict[str, Any]:
         "writer": {
             "completed": past_writer or task.status == Status.COMPLETED,
             "attempt": attempt,
-            "changes": [],
-            "test_written": bool(
-                analysis and analysis.test_requirement.get("required")
-            ),
-            "test_file": (
-                analysis.test_requirement.get("location") if analysis else None
-            ),
-            "summary": None,
+            "changes": writer.get("changes") or [],
+            "test_written": bool(writer.get("test_files"))
+            or bool(analysis and analysis.test_requirement.get("required")),
+            "test_file": (writer.get("test_files") or [None])[0]
+            or (analysis.test_requirement.get("location") if analysis else None),
+            "summary": writer.get("summary"),
             "previous_feedback": previous_feedback["feedback"]
             if previous_feedback
             else None,
@@ -332,9 +336,11 @@ def issue_state(task: Task) -> dict[str, Any]:
         },
         "review": {
             "completed": review is not None,
-            "verdict": VERDICT_003.get(review.assessment) if review else None,
+            "verdict": verdict,
             "findings": {
-                "good": [],
+                "good": list((review.feedback or {}).get("good") or [])
+                if review
+                else [],
                 "issues": [
                     {
                         "file": comment.get("file"),
@@ -350,7 +356,7 @@ def issue_state(task: Task) -> dict[str, Any]:
         "commit": {
             "completed": task.status == Status.COMPLETED,
             "hash": task.commits[-1] if task.commits else None,
-            "message": None,
+            "message": writer.get("commit_message"),
             "branch": task.branch or None,
             "pushed": bool(task.commits),
             "pr_created": bool(task.pr_url),
@@ -387,6 +393,35 @@ def issue_state(task: Task) -> dict[str, Any]:
             "outcome": task.status if task.is_terminal else None,
         },
     }
+
+
+def _writer_record(task: Task) -> dict[str, Any]:
+    """The developer's newest writer.json (summary, commit message, changes)."""
+    artifact = task.artifacts.filter(name="writer.json").order_by("-created_at")
+    content = artifact.values_list("content", flat=True).first()
+    try:
+        record = json.loads(content) if content else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _labels(task: Task) -> list[str]:
+    """The labels the triage put on the issue."""
+    event = (
+        task.events.filter(kind="tool", data__tool="add_labels", data__success=True)
+        .order_by("-id")
+        .first()
+    )
+    return list(event.data.get("labels") or []) if event else []
+
+
+def _needs_info(task: Task) -> bool:
+    """The reviewer's open NEEDS_INFO: an unresolved clarification asked in
+    the review phase."""
+    return task.escalations.filter(
+        phase=Phase.REVIEW, reason="needs_clarification", resolved_at__isnull=True
+    ).exists()
 
 
 def _one_to_one(task: Task, relation: str) -> Any:
