@@ -328,6 +328,7 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
     from agents.scripted_model import ModelStub
     from codex.tasks.jobs import advance_task
     from codex.tasks.models import CreatedBy, Status, Task
+    from codex.tasks.progress import update_progress_comment
 
     root = root.absolute()
     rule = "=" * len(BANNER)
@@ -338,7 +339,12 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
     for scratch in ("mirrors", "worktrees"):
         shutil.rmtree(root / scratch, ignore_errors=True)
     repository = register(bare)
+    # One gate (docs/gates.md): a person other than the requester approves
+    # the merge; the demo's reviewer does, on the task's behalf.
+    repository.merge_gate = "approval"
+    repository.save(update_fields=["merge_gate"])
     out(f"Sample repository: {repository.url} (local forge, main = calc.py + test)")
+    out("Merge gate: approval (a person other than the requester approves)")
     out(jail_line())
 
     with ModelStub(script()) as stub:
@@ -351,8 +357,9 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
                 acceptance_criteria=CRITERIA,
                 created_by=CreatedBy.MANUAL,
                 actor=ACTOR,
+                issue_number=DEMO_ISSUE,
             )
-            out(f"Feature request {task.task_id}: {TITLE!r}")
+            out(f"Feature request {task.task_id}: {TITLE!r} (issue #{DEMO_ISSUE})")
             result = DemoResult(task=task, bare=bare)
             for _ in range(MAX_STEPS):
                 phase = Task.objects.get(pk=task.pk).phase
@@ -360,6 +367,10 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
                 result.steps.append(done)
                 out(f"  step {len(result.steps)}: {phase:<15} -> {done}")
                 task.refresh_from_db()
+                update_progress_comment(task.task_id)  # the scheduled job's work
+                if task.status == Status.AWAITING_APPROVAL:
+                    approve_as_reviewer(task, out)
+                    continue
                 if task.status not in (Status.PENDING, Status.IN_PROGRESS):
                     break  # completed, or stopped: blocked, escalated, failed
             from codex.notifications.jobs import drain_outbox
@@ -371,6 +382,38 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
     )
     report(result, out)
     return result
+
+
+DEMO_ISSUE = 1
+DEMO_REVIEWER = "user:demo-reviewer"
+
+
+def approve_as_reviewer(task, out: Callable[[str], None]) -> None:
+    """The demo's reviewer approves the gate the task waits at (the
+    requester could not: docs/gates.md)."""
+    from codex.tasks.models import Decider, GateDecision
+
+    gate = task.open_gate
+    out(f"  waiting: {gate.reason}")
+    task.decide_gate(
+        GateDecision.APPROVED,
+        decider=Decider(DEMO_REVIEWER, may_approve=True),
+        subject=gate.subject,
+    )
+    out(f"  approved by {DEMO_REVIEWER} at {gate.subject[:12]}")
+
+
+def progress_comment(task) -> str:
+    """The task's progress comment on its issue, as the local forge holds it."""
+    from codex.repositories.models import LocalComment
+    from codex.tasks.progress import progress_marker
+
+    found = LocalComment.objects.filter(
+        issue__repository=task.repository,
+        issue__number=task.issue_number,
+        body__contains=progress_marker(task),
+    ).first()
+    return found.body if found else ""
 
 
 def jail_line() -> str:
@@ -426,6 +469,10 @@ def report(result: DemoResult, out: Callable[[str], None]) -> None:
         out(f"  {note.channel:<6} {note.status:<7} to {note.recipient}: {note.subject}")
     if result.mail_dir is not None and result.mail_dir.exists():
         out(f"  (the email files are in {result.mail_dir})")
+    out(f"The progress comment on issue #{task.issue_number} (one, edited in place):")
+    for line in progress_comment(task).splitlines():
+        if line.strip() and not line.startswith("<!--"):
+            out(f"  | {line}"[:120])
     out(f"main in {result.bare}:")
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")

@@ -40,12 +40,25 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path):
         f"/admin/tasks/task/{task.pk}/change/",
         f"/tasks/{task.task_id}/",
         f"email  sent    to team@example.com: {task.task_id} released",
+        "Merge gate: approval",
+        "approved by user:demo-reviewer",
+        "The progress comment on issue #1 (one, edited in place):",
+        "status: **completed**",
         "Demo done",
     ):
         assert shown in output
-    # The release went out through Django's file email backend.
-    (mail,) = (tmp_path / "demo" / "mail").iterdir()
-    assert f"Subject: {task.task_id} released" in mail.read_text()
+    # The gate and the release went out through Django's file email backend.
+    subjects = sorted(
+        line
+        for mail in (tmp_path / "demo" / "mail").iterdir()
+        for line in mail.read_text().splitlines()
+        if line.startswith("Subject:")
+    )
+    assert subjects == [
+        f"Subject: {task.task_id} released: Add multiplication",
+        f"Subject: {task.task_id} waits: merge approval",
+    ]
+    assert task.gates.get().decided_by == "user:demo-reviewer"
 
     # Again: the sample repository is reset, a second task merges the same change.
     run_demo(tmp_path / "demo")
