@@ -9,17 +9,22 @@ from django.utils import timezone
 
 from codex.core.models import VersionConflict
 from codex.fleet.limits import review_limits
-from codex.fleet.models import AgentInstance, InstanceType
+from codex.fleet.models import AgentInstance, InstanceStatus, InstanceType
+
+RUNNING_STATUSES = [
+    status for status in InstanceStatus.values if status != InstanceStatus.TERMINATED
+]
 
 ACTOR = "job:enforce_review_limits"
 
 
 def enforce_review_limits() -> dict[str, list[str]]:
     """Terminate review instances running longer than `review.timeout_hours`
-    (spec 004: "Auto-terminate stuck reviews after 24h") and coding instances
-    whose review iterations reached `review.auto_abandon_after` ("Auto-abandon
-    after 5 failed reviews"). Safe to run twice: terminated ones are skipped,
-    and an instance changed meanwhile is left for the next run.
+    and the work abandoned at `review.auto_abandon_after`
+    (docs/domain/fleet.md#review-loop): its failed reviews over a task's
+    coding instances, or a coding instance's own review iterations. Safe to
+    run twice: terminated ones are skipped, and an instance changed meanwhile
+    is left for the next run.
 
     Returns the instance ids terminated, by reason.
     """
@@ -34,7 +39,12 @@ def enforce_review_limits() -> dict[str, list[str]]:
         .with_review_loop_status()
         .filter(highest_review_iteration__gte=limits.auto_abandon_after)
     )
-    done: dict[str, list[str]] = {"timed_out": [], "abandoned": []}
+    # Failed reviews first: abandoning for them also escalates the task and
+    # settles the reviews; the iteration rule then finds those instances gone.
+    done: dict[str, list[str]] = {
+        "timed_out": [],
+        "abandoned": abandon_failed_work(limits.auto_abandon_after),
+    }
     for key, instances, reason in (
         ("timed_out", stuck, f"review running for more than {limits.timeout_hours}h"),
         (
@@ -49,7 +59,6 @@ def enforce_review_limits() -> dict[str, list[str]]:
             except VersionConflict:
                 continue
             done[key].append(instance.instance_id)
-    done["abandoned"] += abandon_failed_work(limits.auto_abandon_after)
     return done
 
 
@@ -129,21 +138,53 @@ def abandon_failed_work(limit: int) -> list[str]:
             continue
         seen.add(scope)
         reason = f"{failed} reviews requested changes (limit {limit}): abandoned"
-        siblings = AgentInstance.objects.running().filter(type=InstanceType.CODING)
-        siblings = (
-            siblings.filter(task_id=coding.task_id)
-            if coding.task_id is not None
-            else siblings.filter(pk=coding.pk)
-        )
+        siblings = _work_of(coding).filter(status__in=RUNNING_STATUSES)
         for instance in siblings:
             try:
                 instance.perform("terminate", by=ACTOR, reason=reason)
             except VersionConflict:
                 continue
             terminated.append(instance.instance_id)
+        _settle_failed_reviews(coding)
         if coding.task_id is not None:
             _escalate_abandoned(coding.task_id, reason)
     return terminated
+
+
+def _work_of(coding: AgentInstance):
+    """The coding instances whose work `coding` shares: its task's, else its
+    issue's, else itself."""
+    scope = AgentInstance.objects.filter(type=InstanceType.CODING)
+    if coding.task_id is not None:
+        return scope.filter(task_id=coding.task_id)
+    if coding.issue_number is not None:
+        return scope.filter(
+            repository_id=coding.repository_id, issue_number=coding.issue_number
+        )
+    return scope.filter(pk=coding.pk)
+
+
+def _settle_failed_reviews(coding: AgentInstance) -> None:
+    """The failed reviews that led to an abandonment are settled by it: their
+    verdict becomes "abandoned" (the original kept as "was"), so a person who
+    resumes the task gives its next fork a fresh count instead of an instant
+    second abandonment."""
+    from codex.fleet.models import InstanceRelationship, RelationshipType
+    from codex.fleet.reviews import ABANDONED, REQUESTED_CHANGES
+
+    settled = timezone.now().isoformat()
+    for link in InstanceRelationship.objects.filter(
+        parent__in=_work_of(coding),
+        relationship_type=RelationshipType.SPAWNED_REVIEW,
+        metadata__verdict=REQUESTED_CHANGES,
+    ):
+        link.metadata = {
+            **link.metadata,
+            "verdict": ABANDONED,
+            "was": REQUESTED_CHANGES,
+            "abandoned_at": settled,
+        }
+        link.save(update_fields=["metadata"])
 
 
 def _escalate_abandoned(task_pk: int, reason: str) -> None:

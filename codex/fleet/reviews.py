@@ -60,6 +60,8 @@ def spawn_review(
 
 APPROVED = "approve"
 REQUESTED_CHANGES = "request_changes"
+# A failed review whose work was abandoned for it: no longer counted.
+ABANDONED = "abandoned"
 
 
 def record_review_verdict(review: AgentInstance, *, approved: bool) -> None:

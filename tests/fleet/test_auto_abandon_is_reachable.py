@@ -70,3 +70,24 @@ def test_approved_reviews_do_not_count_and_the_limit_is_configurable():
         first.instance_id,
         fork.instance_id,
     ]
+
+
+def test_a_person_who_resumes_abandoned_work_gives_its_fork_a_fresh_count():
+    Setting.objects.put("review.auto_abandon_after", 2, actor="user:alice")
+    task = put_in_state(make_task(issue_number=9), status="in_progress")
+    first = make_instance(repository=task.repository, issue_number=9, task=task)
+    failed_review(first)
+    failed_review(first)
+    assert enforce_review_limits()["abandoned"] == [first.instance_id]
+    task.refresh_from_db()
+    task.resolve_escalation(
+        task.escalations.get(), decision="resume", by="user:bob", resolution="retry"
+    )
+
+    fork = make_instance(repository=task.repository, issue_number=9, task=task)
+
+    assert enforce_review_limits()["abandoned"] == []
+    assert failed_reviews(fork) == 0
+    failed_review(fork)
+    failed_review(fork)
+    assert enforce_review_limits()["abandoned"] == [fork.instance_id]

@@ -65,11 +65,11 @@ def test_it_still_counts_an_issue_s_work_and_a_lone_instance_s():
     failed_reviews_of(lone, 3)
     failed_reviews_of(below, 2)
     # The issue's work (first and fork: 3 together) and the lone instance's
-    # (3 of its own) are over the limit; an issue's work is abandoned one
-    # instance a run (the newest first), as each has no task to share.
+    # (3 of its own) are over the limit: the whole of each is abandoned, and
+    # its failed reviews are settled by it (nothing is left to count again).
     assert sorted(enforce_review_limits()["abandoned"]) == sorted(
-        [fork.instance_id, lone.instance_id]
+        [first.instance_id, fork.instance_id, lone.instance_id]
     )
-    assert enforce_review_limits()["abandoned"] == [first.instance_id]
+    assert enforce_review_limits()["abandoned"] == []
     below.refresh_from_db()
     assert below.status != "terminated"
