@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean bench bench-smoke demo
+.PHONY: run test lint format check ci clean bench bench-smoke demo eval
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytes
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo
 	$(PY) manage.py demo --scenario fanout
+
+## eval: the agents on the built-in suite (10 requests, Python and JavaScript,
+## judged by hidden tests): real models with ANTHROPIC_API_KEY, scripted ones
+## without; writes var/eval/results.json and results.md. EVAL_ARGS="--case py-mul".
+eval: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
+	@$(JAIL_HINT)
+	$(PY) -m agents.evaluation $(EVAL_ARGS)
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
 test: $(VENV)/.installed-dev
