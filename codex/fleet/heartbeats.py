@@ -33,6 +33,7 @@ from codex.core.models import VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.tasks.models import TERMINAL_STATUSES, Status, Task
+from codex.tasks.models.guards import EXIT_TIMEOUT
 from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
@@ -313,7 +314,9 @@ def give_up_job(package: dict, reason: str) -> str | None:
         return None
     why = f"its step ({task.phase}) keeps killing its worker: {reason}"
     try:
-        task.perform("block", by=ACTOR, reason=why)
+        # Blocking needs a transient exit code (23 or 124): a worker killed
+        # again and again looks like a step that times out.
+        task.perform("block", by=ACTOR, reason=why, exit_code=EXIT_TIMEOUT)
     except TransitionNotAllowed:
         task.perform("escalate", by=ACTOR, reason=why, code="retry_limit")
     logger.error("task %s stopped: %s", task.task_id, why)
