@@ -12,7 +12,7 @@ depend on the work waiting, not on the history kept; the goal is the 10,000
 run at most 1.5x the 1,000 run (the ratio's ceiling is the 1,000 run,
 measured in the same process right before the rest is added).
 
-Each job runs 5 times (smoke) or 15 (full) after one unmeasured run; the
+Each job runs 15 times (smoke) or 31 (full) after one unmeasured run; the
 figure is the fastest run's wall time (on a shared machine the least
 disturbed one: the jobs' own queries take microseconds, a neighbour's load
 milliseconds), the median is in the notes, the queries are those of one run.
@@ -211,7 +211,7 @@ def measure(jobs: dict, runs: int) -> dict[str, dict]:
 
 
 def run(smoke: bool) -> list[dict]:
-    runs = 5 if smoke else 15
+    runs = 15 if smoke else 31
     results: dict[int, dict] = {}
     with tempfile.TemporaryDirectory(prefix="codex-bench-worktrees-") as worktrees:
         jobs = _jobs(worktrees)
