@@ -49,7 +49,8 @@ enqueues routed to the ORM broker the workers read. Then:
   pending, in progress or blocked; returns {status: count};
 - ``pipeline.forge_counts(task_ids)``: what happened on the forge, per task
   (`ForgeCounts`): pull requests opened and merged, squash commits on main
-  naming the task, comments on its issue; the chaos test asserts all are 1;
+  naming the task, comments on its issue (the progress comment and the
+  release's "Done in ...");
 - ``pipeline.stub.requests``: every model request received (bodies, headers).
 
 Issue numbers start at ISSUE_BASE because on the local forge, as on GitHub, a

@@ -7,10 +7,18 @@
   jobs of every dead cluster (`recover_dead_clusters`) and runs the due
   schedules once, instead of waiting for django-q2's first scheduler tick
   about 30 s later (a cluster that keeps crashing would otherwise never run
-  one);
+  one), and imports the phase runner so that every worker forked from it
+  starts warm;
+- every cycle of the guard loop (half a second) it hands back the job of a
+  worker of its own that ended on a signal or an error (killed, out of
+  memory, timed out): that death counts against the job (see
+  codex.core.brokers, CODEX_JOB_REDELIVERIES);
+- every second it looks whether a cluster registered on its machine lost its
+  process, and then sweeps at once;
 - every CODEX_CLUSTER_BEAT_SECONDS it stamps its beat; every
-  CODEX_CLUSTER_SWEEP_SECONDS it hands back the jobs of its own workers that
-  died (killed, timed out) and of dead clusters;
+  CODEX_CLUSTER_SWEEP_SECONDS it sweeps: it hands back the jobs of its own
+  workers that died unnoticed and of dead clusters (here or elsewhere: a
+  silent beat);
 - on SIGTERM it hands back the jobs it took and has not started, gives the
   running ones CODEX_STOP_GRACE_SECONDS, then stops their workers and hands
   those back too, and deregisters.
@@ -35,13 +43,18 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from codex.core.clusters import WorkerCluster
+from codex.core.clusters import WorkerCluster, process_exists
 
 logger = logging.getLogger(__name__)
 
 # Frees what a dead worker held (task leases, running agent runs); by path,
 # because the core knows no tasks.
 RELEASE_DEAD_WORKER = "codex.fleet.heartbeats.release_dead_worker"
+# How often a cluster looks whether another one on its machine died.
+LOOK_SECONDS = 1.0
+# Loaded in the sentinel before it forks its workers: a setting naming a
+# class, or a path.
+WARM_UP = ("CODEX_PHASE_RUNNER", "codex.tasks.jobs.advance_task")
 
 
 def worker_holder(host: str, pid: int) -> str:
@@ -106,11 +119,14 @@ class ClusterKeeper:
     def __init__(self, broker: Any, sentinel: Any) -> None:
         self.broker, self.sentinel = broker, sentinel
         self.host = socket.gethostname()
-        self.last_beat = self.last_sweep = time.monotonic()
+        self.last_beat = self.last_sweep = self.last_look = time.monotonic()
         self.stop_seen: float | None = None
         self.dead_seen: dict[int, float] = {}
         self.done = False
         self.stopped: set[int] = set()
+        # The worker processes seen in the pool, kept after django-q2 drops a
+        # dead one from it, to read how it ended.
+        self.workers: dict[int, Any] = {}
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules; then
@@ -121,8 +137,21 @@ class ClusterKeeper:
             )
             recover_dead_clusters(self.broker, exclude=self.broker.claim)
             self._run_schedules()
+            self._warm_up()
         finally:
             connections.close_all()
+
+    @staticmethod
+    def _warm_up() -> None:
+        """Import what the workers' steps need before they are forked: every
+        worker, the first ones and each one forked in place of a dead one,
+        starts with it loaded instead of spending a second or more (more on a
+        busy machine) importing the phase runner at its first step."""
+        for path in WARM_UP:
+            try:
+                import_string(getattr(settings, path, path))
+            except Exception:  # noqa: BLE001 - the worker imports it itself
+                logger.warning("could not import %s ahead of the workers", path)
 
     def _run_schedules(self) -> None:
         from django_q.conf import Conf
@@ -139,10 +168,15 @@ class ClusterKeeper:
             if self.sentinel.stop_event.is_set():
                 self._stopping()
                 return
+            self._hand_back_crashed_workers()
             now = time.monotonic()
             if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
                 self.last_beat = now
                 self._beat()
+            if now - self.last_look >= LOOK_SECONDS:
+                self.last_look = now
+                if self._neighbour_died():
+                    self.last_sweep = 0.0
             if now - self.last_sweep >= settings.CODEX_CLUSTER_SWEEP_SECONDS:
                 self.last_sweep = now
                 self._hand_back_dead_workers()
@@ -162,6 +196,45 @@ class ClusterKeeper:
             logger.warning("cluster %s was presumed dead", self.broker.claim)
             WorkerCluster.objects.create(
                 claim=self.broker.claim, host=self.host, pid=os.getpid()
+            )
+
+    def _neighbour_died(self) -> bool:
+        """Whether a cluster registered on this machine has no process any
+        more (one query: the sweep then follows at once, not within
+        CODEX_CLUSTER_SWEEP_SECONDS)."""
+        pids = (
+            WorkerCluster.objects.filter(host=self.host)
+            .exclude(claim=self.broker.claim)
+            .values_list("pid", flat=True)
+        )
+        return any(not process_exists(pid) for pid in pids)
+
+    def _hand_back_crashed_workers(self) -> None:
+        """Every cycle: a worker that ended on a signal or an error (killed,
+        out of memory, timed out) gets its job handed back at once. A worker
+        that exited normally (recycled) may still have its last result on the
+        way to the monitor: the sweep's grace covers it."""
+        for process in self.sentinel.pool:
+            self.workers.setdefault(process.pid, process)
+        ended = [p for p in self.workers.values() if not p.is_alive()]
+        if not ended:
+            return
+        for process in ended:
+            del self.workers[process.pid]
+        crashed = {p.pid for p in ended if p.exitcode}
+        running = self.broker.started_pids(self.broker.claim) if crashed else set()
+        if crashed & running:
+            handed = hand_back_workers(
+                self.broker,
+                self.broker.claim,
+                self.host,
+                crashed & running,
+                "its worker process died",
+                unstarted=False,
+                counted=True,
+            )
+            logger.warning(
+                "handed back %d job(s) of dead workers %s", handed, crashed & running
             )
 
     def _live_workers(self) -> set[int]:

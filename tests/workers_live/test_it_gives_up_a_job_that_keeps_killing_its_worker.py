@@ -37,7 +37,6 @@ def test_a_job_that_kills_its_worker_every_time_is_given_up(
         {
             DIE_PHASES: "planning",
             "CODEX_JOB_REDELIVERIES": str(REDELIVERIES),
-            "CODEX_CLUSTER_SWEEP_SECONDS": "1",
         }
     )
     cluster = clusters.start(env)
