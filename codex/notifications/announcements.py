@@ -161,9 +161,24 @@ def announce_task_transition(
     if source == target:
         return
     if target == "escalated":
-        instance.on_save(lambda: announce_escalation(instance))
+        instance.on_save(_safely(announce_escalation, instance))
     elif target == "failed":
         reason = str((kwargs.get("method_kwargs") or {}).get("reason") or "failed")
-        instance.on_save(lambda: announce_failure(instance, reason))
+        instance.on_save(_safely(announce_failure, instance, reason))
     else:
-        instance.on_save(lambda: announce_release(instance))
+        instance.on_save(_safely(announce_release, instance))
+
+
+def _safely(announcement: Any, *args: Any) -> Any:
+    """The announcement as a callback that a broken notification setting (a
+    value that does not parse) cannot turn into a failed transition: the
+    task's change stands and the error is logged for an operator."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    def callback() -> None:
+        try:
+            announcement(*args)
+        except ImproperlyConfigured:
+            logger.exception("%s: not announced", announcement.__name__)
+
+    return callback

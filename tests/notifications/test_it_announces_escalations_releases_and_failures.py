@@ -108,3 +108,18 @@ def test_a_cancelled_or_blocked_task_is_not_announced(scripted_runner):
     task.perform("cancel", by="user:alice")
 
     assert not Notification.objects.filter(task=task).exists()
+
+
+def test_a_broken_notification_setting_does_not_stop_the_task(scripted_runner, caplog):
+    # A value that does not parse (saved around the console's validation).
+    Setting.objects.create(key="notify.max_attempts", value="many")
+    Setting.objects.create(key="notify.email.to", value="  ")
+    Setting.objects.put("notify.channels", "email", actor="user:alice")
+    scripted_runner.queue("intake", PhaseResult.failed("the repository is gone"))
+    task = make_task()
+
+    run_steps(task)
+
+    assert task.status == "failed"
+    assert not Notification.objects.filter(task=task).exists()
+    assert "announce_failure: not announced" in caplog.text
