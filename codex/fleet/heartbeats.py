@@ -90,19 +90,21 @@ def reap_stale_work() -> dict[str, list[str]]:
     removed: list[Path] = []
     root = getattr(settings, "CODEX_WORKTREE_ROOT", None)
     if root:
-        live = set(
-            AgentInstance.objects.running()
-            .exclude(worktree_path="")
-            .values_list("worktree_path", flat=True)
-        )
-        # The phase runner keeps one worktree per unfinished task
-        # (<root>/<task_id>): those are live however long a phase runs.
-        live |= {
-            str(Path(root).absolute() / task_id)
-            for task_id in Task.objects.active().values_list("task_id", flat=True)
-        }
+
+        def live() -> Iterable[str]:
+            yield from (
+                AgentInstance.objects.running()
+                .exclude(worktree_path="")
+                .values_list("worktree_path", flat=True)
+            )
+            # The phase runner keeps one worktree per unfinished task
+            # (<root>/<task_id>): those are live however long a phase runs.
+            for task_id in Task.objects.active().values_list("task_id", flat=True):
+                yield str(Path(root).absolute() / task_id)
+
         # A worktree created moments ago may not have its instance row yet.
-        removed = remove_orphaned_worktrees(Path(root), live, older_than=cutoff)
+        # The live set is read only when a folder is old enough to judge.
+        removed = remove_orphaned_worktrees(Path(root), live(), older_than=cutoff)
         # Deleted worktree folders stay registered in their mirrors (and keep
         # their branches checked out) until git forgets them.
         prune_all_mirrors()
@@ -214,13 +216,8 @@ def remove_orphaned_worktrees(
         return []
     if not root.is_dir():
         return []
-    live = [_resolved(path) for path in live_paths if path]
-    if any(root.is_relative_to(owned) for owned in live):
-        # A live worktree at or above the root: every folder may be its own.
-        logger.warning("not removing anything: %s is inside a live worktree", root)
-        return []
     deadline = older_than.timestamp() if older_than is not None else None
-    removed: list[Path] = []
+    candidates: list[Path] = []
     for entry in sorted(root.iterdir()):
         if entry.is_symlink() or not entry.is_dir():
             # Following a link could delete its target, wherever it points.
@@ -229,9 +226,27 @@ def remove_orphaned_worktrees(
         if path.parent != root or not path.is_relative_to(root):
             logger.warning("not removing %s: it resolves outside %s", entry, root)
             continue
-        if any(owned == path or owned.is_relative_to(path) for owned in live):
-            continue
         if deadline is not None and path.stat().st_mtime >= deadline:
+            continue
+        candidates.append(path)
+    if not candidates:
+        return []  # nothing to judge: the live set is not even read
+    # The folders directly under the root that hold a live worktree (or are
+    # one): a set, so each folder is looked up once, not against every path.
+    kept: set[Path] = set()
+    for path in live_paths:
+        if not path:
+            continue
+        owned = _resolved(path)
+        if root.is_relative_to(owned):
+            # A live worktree at or above the root: every folder may be its own.
+            logger.warning("not removing anything: %s is inside a live worktree", root)
+            return []
+        if owned.is_relative_to(root):
+            kept.add(root / owned.relative_to(root).parts[0])
+    removed: list[Path] = []
+    for path in candidates:
+        if path in kept:
             continue
         try:
             shutil.rmtree(path)
