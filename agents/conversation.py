@@ -141,6 +141,7 @@ def history_chars(messages: Sequence[Mapping[str, Any]]) -> int:
     return len(json.dumps(messages, default=str))
 
 
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 STUB = (
     "[earlier output removed to keep the context small; run the tool again if needed]"
 )
@@ -153,7 +154,12 @@ def compact(
     """Shrink the history in place, oldest first, until it is under
     `target_chars`: old tool results become a stub, long inputs of old tool
     calls are shortened. The first message (the task) and the last
-    `keep_recent` exchanges stay whole. True if anything changed."""
+    `keep_recent` exchanges stay whole. True if anything changed.
+
+    Thinking blocks before the point where the history changed are dropped:
+    a thinking block belongs to the exact conversation that produced it, and
+    the API accepts earlier turns without theirs (the recent turns, where the
+    current tool use continues, keep them)."""
     changed = False
     protected = max(1, len(messages) - 2 * keep_recent)
     for message in messages[1:protected]:
@@ -162,6 +168,11 @@ def compact(
         content = message.get("content")
         if not isinstance(content, list):
             continue
+        if message.get("role") == "assistant":
+            kept = [b for b in content if b.get("type") not in THINKING_BLOCKS]
+            if kept and len(kept) < len(content):
+                message["content"] = content = kept
+                changed = True
         for block in content:
             if block.get("type") == "tool_result" and block.get("content") != STUB:
                 block["content"] = STUB

@@ -119,3 +119,36 @@ def test_thinking_is_on_for_the_roles_that_plan_write_and_review(settings):
     assert effort_for("reviewer") == "max" and effort_for("developer") is None
     assert max_output_tokens("claude-opus-4-1-20250805") == 32_000
     assert max_output_tokens("claude-opus-4-20250514") == 32_000
+
+
+def test_compaction_drops_old_thinking_and_keeps_the_recent_turns():
+    from agents.conversation import compact
+
+    def turn(n):
+        return [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": f"t{n}", "signature": "s"},
+                    {"type": "tool_use", "id": f"u{n}", "name": "x", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"u{n}",
+                        "content": "y" * 900,
+                    }
+                ],
+            },
+        ]
+
+    messages = [{"role": "user", "content": "task"}]
+    for n in range(6):
+        messages += turn(n)
+    assert compact(messages, target_chars=1000, keep_recent=2)
+    kinds = [[b["type"] for b in m["content"]] for m in messages[1::2]]
+    assert kinds[0] == ["tool_use"]  # old: thinking dropped
+    assert kinds[-1] == ["thinking", "tool_use"]  # recent: whole

@@ -69,8 +69,8 @@ def test_a_fresh_process_without_redis_uses_the_orm_broker(tmp_path):
     assert cluster["orm"] == "default"
     assert "redis" not in cluster
     assert (cluster["timeout"], cluster["retry"], cluster["max_attempts"]) == (
-        900,
-        1200,
+        7200,  # above the longest agent time budget
+        7500,
         3,
     )
 
