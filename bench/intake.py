@@ -338,9 +338,9 @@ def run(smoke: bool) -> list[dict]:
         ]
     workers = int(os.environ.get("CODEX_BENCH_GUNICORN_WORKERS", "3"))
     users = 8 if smoke else 16
-    seconds = 2 if smoke else 8
-    blocks = 1 if smoke else 2
-    warmup = 0.5 if smoke else 2
+    seconds = 2 if smoke else 6
+    blocks = 1 if smoke else 3
+    warmup = 0.5 if smoke else 1
     modes = {"healthz": "bench.load:healthz_user"}
     for block in range(blocks):
         modes[f"bare{block}"] = "bench.intake:bare_user"
