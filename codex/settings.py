@@ -418,9 +418,11 @@ CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY = env_bool(
 # Comma-separated Fernet keys, newest first (see Keys above); empty in tests.
 CODEX_FERNET_KEYS = _fernet_keys
 CODEX_NOTIFY_MAX_ATTEMPTS = env_int("CODEX_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
-# Spec 000: a claim not closed within its TTL becomes claimable again.
+# A claim not closed within its TTL becomes claimable again
+# (docs/domain/claims.md#claim-ttl).
 CODEX_CLAIM_TTL_MINUTES = env_int("CODEX_CLAIM_TTL_MINUTES", 30, minimum=1)
-# Workers and scheduled jobs (issue 4). Intervals in minutes; README lists them.
+# Workers and scheduled jobs (docs/architecture.md#step-flow, #scheduled-jobs).
+# Intervals in minutes; README lists them.
 CODEX_STUCK_AFTER_MINUTES = env_int("CODEX_STUCK_AFTER_MINUTES", 120, minimum=1)
 CODEX_RECOVERY_ALERT_AFTER = env_int("CODEX_RECOVERY_ALERT_AFTER", 3, minimum=1)
 CODEX_HEARTBEAT_SECONDS = env_int("CODEX_HEARTBEAT_SECONDS", 20, minimum=1)
@@ -502,7 +504,8 @@ CODEX_NOTIFY_SENDER = env_str("CODEX_NOTIFY_SENDER", "")
 CODEX_NOTIFY_WEBHOOK_URL = env_str("CODEX_NOTIFY_WEBHOOK_URL", "") or None
 CODEX_NOTIFY_WEBHOOK_TIMEOUT = env_int("CODEX_NOTIFY_WEBHOOK_TIMEOUT", 10, minimum=1)
 CODEX_NOTIFY_EMAIL_FROM = env_str("CODEX_NOTIFY_EMAIL_FROM", "") or None
-# GitHub (issue 5). GITHUB_TOKEN is under CODEX_CREDENTIALS below.
+# GitHub (docs/architecture.md#integrations). GITHUB_TOKEN is under
+# CODEX_CREDENTIALS below.
 GITHUB_APP_ID = env_str("GITHUB_APP_ID", "")
 GITHUB_APP_PRIVATE_KEY = env_str("GITHUB_APP_PRIVATE_KEY", "")
 GITHUB_APP_INSTALLATION_ID = env_str("GITHUB_APP_INSTALLATION_ID", "")
@@ -530,12 +533,14 @@ CODEX_GIT_AUTHOR_NAME = env_str("CODEX_GIT_AUTHOR_NAME", "Codex")
 CODEX_GIT_AUTHOR_EMAIL = env_str("CODEX_GIT_AUTHOR_EMAIL", "codex@localhost")
 
 # Credentials of outside services; several may be given (comma-separated) so
-# that a rejected one is rotated out (spec 000 rotate_token).
+# that a rejected one is rotated out (rotate_token,
+# docs/domain/concurrency.md#error-classification).
 CODEX_CREDENTIALS = {
     "github": env_list("GITHUB_TOKEN", []),
     "claude": env_list("ANTHROPIC_API_KEY", []),
 }
-# Claude (issue 6). ANTHROPIC_API_KEY is under CODEX_CREDENTIALS above.
+# Claude (docs/architecture.md#integrations). ANTHROPIC_API_KEY is under
+# CODEX_CREDENTIALS above.
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "") or None
 # Empty: each role's default model (integrations/anthropic/client.py
 # ROLE_MODELS, in the README); set, one model for every role.

@@ -146,7 +146,8 @@ class ApiToken(models.Model):
 
 
 class IdempotencyRecord(models.Model):
-    """The first answer to a POST sent with an Idempotency-Key (issue 7).
+    """The first answer to a POST sent with an Idempotency-Key
+    (docs/domain/concurrency.md#idempotency-key).
 
     One per (user, key): a retry of the same request (`request_hash` of method,
     path and body) gets `response_status` and `response_body` again instead of

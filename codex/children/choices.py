@@ -1,4 +1,4 @@
-"""The enumerations of spec 001 (child agent completion tracking)."""
+"""The enumerations of a fan-out (docs/domain/fan-out.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django.db import models
 
 
 class FanOutState(models.TextChoices):
-    """ParentIssue state transitions of spec 001 §1."""
+    """A fan-out's states (docs/domain/fan-out.md#fan-out-state)."""
 
     CREATED = "created", "Created"
     CHILDREN_SPAWNED = "children_spawned", "Children spawned"
@@ -16,7 +16,7 @@ class FanOutState(models.TextChoices):
 
 
 class StatusType(models.TextChoices):
-    """ChildStatus.status_type of spec 001 §2."""
+    """What a child's report says (docs/domain/fan-out.md#child-reports)."""
 
     SUCCESS = "SUCCESS", "Success"
     FAILURE = "FAILURE", "Failure"
@@ -25,7 +25,7 @@ class StatusType(models.TextChoices):
 
 
 class MergeStrategy(models.TextChoices):
-    """CompletionAnalysis.merge_strategy of spec 001 §3."""
+    """What to merge (docs/domain/fan-out.md#merge-decision)."""
 
     MERGE_ALL = "MERGE_ALL", "Merge all"
     MERGE_PARTIAL = "MERGE_PARTIAL", "Merge partial"
@@ -34,14 +34,15 @@ class MergeStrategy(models.TextChoices):
 
 
 class DecidedBy(models.TextChoices):
-    """Who chose the strategy: the rules of spec 001 §3, or Claude."""
+    """Who chose the strategy: the rules of docs/domain/fan-out.md#merge-decision,
+    or Claude."""
 
     RULE = "rule", "Rule-based decision"
     MODEL = "model", "Model (Claude)"
 
 
 class AnalysisTrigger(models.TextChoices):
-    """Why the analysis started (spec 001 "Error States" and "Recovery")."""
+    """Why the analysis started (docs/domain/fan-out.md#fan-out-state)."""
 
     COUNT = "count", "All expected children reported"
     TIMEOUT = "timeout", "Completion window closed"
@@ -49,7 +50,7 @@ class AnalysisTrigger(models.TextChoices):
 
 
 class Discrepancy(models.TextChoices):
-    """Count overflow/underflow of spec 001 "Error States" 1 and 2."""
+    """Count overflow/underflow (docs/domain/fan-out.md#fan-out-limits)."""
 
     NONE = "", "None"
     OVERFLOW = "overflow", "More children reported than expected"
@@ -57,7 +58,8 @@ class Discrepancy(models.TextChoices):
 
 
 class WorkflowEvent(models.TextChoices):
-    """WorkflowEvent.event_type of spec 001 §4 (logged as Event kind "workflow")."""
+    """A fan-out's workflow events (docs/domain/fan-out.md#fan-out-state), logged
+    as Event kind "workflow"."""
 
     COMMENT_RECEIVED = "COMMENT_RECEIVED"
     COUNT_CHECK = "COUNT_CHECK"

@@ -1,9 +1,10 @@
-"""The completion analysis of spec 001 §3: the rule-based merge decision and the
-validation every analysis passes, whoever made it (these rules or Claude).
+"""The completion analysis (docs/domain/fan-out.md#merge-decision): the rule-based
+merge decision and the validation every analysis passes, whoever made it (these
+rules or Claude).
 
 Pure functions over reports: anything with `child_id`, `status_type`,
 `pr_number` and `critical` (a ChildReportData or a stored ChildReport), one per
-child (the latest, spec 001 "Duplicate Reports → Use latest report only").
+child (the latest: only it counts, docs/domain/fan-out.md#child-reports).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class Report(Protocol):
 
 
 class AnalysisInvalid(ValueError):
-    """An analysis broke spec 001 §3's validation rules; lists every violation."""
+    """An analysis broke the rules of docs/domain/fan-out.md#analysis-validation;
+    lists every violation."""
 
     def __init__(self, violations: Sequence[str]) -> None:
         self.violations = list(violations)
@@ -40,9 +42,9 @@ class AnalysisInvalid(ValueError):
 
 @dataclass(frozen=True)
 class Decision:
-    """One completion analysis result (spec 001 §3 CompletionAnalysis).
+    """One completion analysis result (docs/domain/fan-out.md#merge-decision).
 
-    `total_children` is the spec's equation, len(successful + failed + partial):
+    `total_children` is len(successful + failed + partial), as the validation says:
     AMBIGUOUS children are listed apart and are not in the total.
     """
 
@@ -109,7 +111,7 @@ def partition(reports: Iterable[Report]) -> dict[str, tuple[str, ...]]:
 def is_critical_failure(report: Report) -> bool:
     """A FAILURE the child itself called critical.
 
-    Spec 001 §3 says "no critical failures" without defining one; the rules can
+    The merge rules speak of "no critical failure" without defining one; they can
     only go by what the child wrote, so a failure is critical when its comment
     says "critical".
     """
@@ -149,15 +151,15 @@ def _prs(prs: Sequence[int]) -> str:
 
 
 def decide(reports: Iterable[Report]) -> Decision:
-    """Spec 001 §3 "Strategy Decision Logic", in its order:
+    """The rules of docs/domain/fan-out.md#merge-decision, in their order:
 
     1. all children successful → MERGE_ALL;
     2. > 50% successful and no critical failures → MERGE_PARTIAL;
     3. any ambiguous status → MANUAL_REVIEW;
     4. else NO_MERGE.
 
-    Percentages are of the children that reported (spec 001 "Count Underflow":
-    "Analyze available statuses"); no reports at all is NO_MERGE. A merging
+    Percentages are of the children that reported (an underflow analyses what
+    arrived); no reports at all is NO_MERGE. A merging
     strategy whose successful children gave no pull request number becomes
     MANUAL_REVIEW, since there is nothing the rules could merge.
     """
@@ -223,7 +225,7 @@ def _is_pr_number(value: Any) -> bool:
 
 def validate_analysis(candidate: Decision, reports: Iterable[Report]) -> None:
     """Check `candidate` against the reports it analysed; raise AnalysisInvalid
-    listing every violation. Spec 001 §3 "Validation Rules":
+    listing every violation. The rules (docs/domain/fan-out.md#analysis-validation):
 
     - total_children == len(successful + failed + partial);
     - prs_to_merge ⊆ the PRs of the successful children;
@@ -344,7 +346,7 @@ def _strategy_violations(
 def candidate_from_model_response(
     payload: Mapping[str, Any], reports: Iterable[Report]
 ) -> Decision:
-    """Turn Claude's answer (spec 001 "Claude Analysis Response": merge_strategy,
+    """Turn Claude's answer (docs/children.md: merge_strategy,
     prs_to_merge, reasoning, summary; optionally under "analysis") into a
     candidate Decision; the child lists come from the reports, not the model.
     Raises AnalysisInvalid when the payload's shape is wrong; call

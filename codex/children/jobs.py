@@ -15,7 +15,8 @@ logger = logging.getLogger(__name__)
 
 def close_expired_windows(now: datetime | None = None) -> int:
     """Scheduled: time out every fan-out whose completion window closed, and
-    finish by the rules every analysis past its 8 minutes (spec 001 "Timing").
+    finish by the rules every analysis past its 8 minutes
+    (docs/domain/fan-out.md#fan-out-limits).
     Safe to run twice or concurrently: `close_window` re-checks under the row
     lock. Then carries out the analyses whose parent is still in progress
     (finish_decided_fan_outs). Returns how many fan-outs it moved on.

@@ -1,8 +1,8 @@
-"""Reading a child agent's status comment (spec 001 §2, "Status Detection Logic").
+"""Reading a child agent's status comment (docs/domain/fan-out.md#child-reports).
 
 Pure functions: no database, no clock. A comment is a child report only when it
 carries the marker "🤖 Child" followed by one child id (`C\\d+`); anything else is
-ignored (spec 001 "Error States" 4: "Comment missing marker → Ignore comment").
+ignored.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ class ChildReportData:
 
 
 def detect_status_type(comment_body: str) -> str:
-    """Spec 001 §2 `detect_status_type`, verbatim: the first rule that matches wins.
+    """The status rules of docs/domain/fan-out.md#child-reports, exactly: the first
+    rule that matches wins.
 
-    Note the spec's exact semantics, kept on purpose: "PR #" is case-sensitive,
+    Their exact semantics are kept on purpose: "PR #" is case-sensitive,
     the keywords are substrings ("incomplete" contains "complete"), and a
     completion without "PR #" falls through to the later rules.
     """
@@ -85,8 +86,8 @@ def extract_failure_reason(comment_body: str) -> str:
     line ("🤖 Child C2 failed: dependency conflicts" → "dependency conflicts"),
     else the next non-empty line, else the line itself without the marker.
 
-    Spec 001 §2: "If status_type == FAILURE, failure_reason should be present",
-    so this never returns an empty string for a non-blank body.
+    A FAILURE should carry its reason, so this never returns an empty string for
+    a non-blank body.
     """
     match = _FAILURE_KEYWORD.search(comment_body)
     lines = comment_body.splitlines() or [comment_body]

@@ -1,4 +1,5 @@
-"""A child task's report to its parent, with spec 001's comment protocol.
+"""A child task's report to its parent, in the comment format of
+docs/domain/fan-out.md#child-reports.
 
 A child reports when its work is ready (review approved: "🤖 Child C1
 complete: PR #10 ready for review") and when it stops without it (failed,

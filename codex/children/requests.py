@@ -58,7 +58,7 @@ def parse_children_list(text: str) -> list[ChildRequest]:
     [] when it has no such section or the section lists none.
 
     Raises ChildListInvalid for more than MAX_CHILDREN children or a child id
-    listed twice (spec 001: "expected_child_count >= 0 and <= 5").
+    listed twice (docs/domain/fan-out.md#fan-out-limits).
     """
     if not isinstance(text, str):
         return []

@@ -1,4 +1,5 @@
-"""Importing spec 000's `.issue_claims.json` and `.github_project.json`.
+"""Importing `.issue_claims.json` and `.github_project.json`
+(docs/domain/claims.md#claims-import).
 
 Each import validates the whole file first and reports every problem with the
 line it is on; only a file without problems is written, in one transaction.
@@ -163,11 +164,11 @@ class _Reader:
 
 
 def read_issue_claims(text: str) -> dict[int, dict[str, Any]]:
-    """Validate a `.issue_claims.json` (spec 000 §1, with §7's optional
-    `history`); return the values to store per issue number.
+    """Validate a `.issue_claims.json` (docs/domain/claims.md#claims-import, with
+    its optional `history`); return the values to store per issue number.
 
-    The fields added by spec 000 (`failed_at`, `failure_count`) may be absent
-    (its migration notes): failure_count is 0 and failed_at empty then. The
+    The later fields (`failed_at`, `failure_count`) may be absent from an older
+    file: failure_count is 0 and failed_at empty then. The
     state follows the entry: blocked at 3+ failures, failed when it has
     `failed_at`, otherwise claimed; issues only in `history` are unclaimed.
     """
@@ -315,9 +316,9 @@ def import_issue_claims(repository: Repository, text: str, *, by: str) -> int:
 
 
 def read_github_project(text: str) -> tuple[dict[str, Any], dict[int, dict]]:
-    """Validate a `.github_project.json` (spec 000 §3); return the project's
-    values and the items' values by issue number. A file without `items`
-    (the older format, per spec 000's migration notes) has no items."""
+    """Validate a `.github_project.json` (docs/domain/claims.md#claims-import);
+    return the project's values and the items' values by issue number. A file
+    without `items` (the older format) has no items."""
     reader = _Reader(text)
     data = reader.load()
     if not isinstance(data, dict):

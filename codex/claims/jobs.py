@@ -20,7 +20,7 @@ def expire_stale_claims() -> int:
 
 def play_backlog_rounds() -> int:
     """Scheduled: play one round of every running or counting backlog run
-    (spec 000's parallel agent manager); returns how many rounds were recorded.
+    (docs/domain/claims.md#backlog-runs); returns how many rounds were recorded.
 
     A run whose sessions are all busy, or whose round another worker is playing
     right now, records no round. A run an operator stopped meanwhile is skipped.

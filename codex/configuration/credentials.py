@@ -1,7 +1,7 @@
 """Rotating between several configured credentials of one outside service.
 
 Integrations ask `current_credential(source)` for the key to use; when the
-service rejects it (spec 000's rotate_token action), the workers call
+service rejects it (docs/domain/concurrency.md#error-classification), the workers call
 `rotate_credential(source)`, which moves every worker to the next one.
 """
 

@@ -5,7 +5,8 @@ moment it applies it (codex/configuration/config.py): a value saved in the
 console takes effect at the next decision, with no restart. The README's
 "Configuration keys" table lists them.
 
-Spec 004 "Database-Stored Configuration" lists the keys and their defaults::
+The first eight keys and their defaults
+(docs/domain/configuration.md#configuration-keys)::
 
     ('github.token', 'encrypted_token_here', TRUE),
     ('editor.command', 'code', FALSE),
@@ -20,8 +21,9 @@ Spec 004 "Database-Stored Configuration" lists the keys and their defaults::
 value listed is a placeholder); the keys after those eight are Codex's own
 policies that used to be environment-only settings: each keeps its environment
 variable (`env`), so a deployment's existing variables still apply. The review
-limits are bounded by the spec's own constraint on instance relationships:
-"CHECK (review_iteration > 0 AND review_iteration <= 5)".
+limits are bounded by the constraint on instance relationships
+(docs/domain/fleet.md#review-loop): "CHECK (review_iteration > 0 AND
+review_iteration <= 5)".
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from django.core.exceptions import ImproperlyConfigured
 from codex.env import env_bool, env_int
 
 ENV_PREFIX = "CODEX_"
-MAX_REVIEW_ITERATIONS = 5  # spec 004: "Max 5 review iterations"
+MAX_REVIEW_ITERATIONS = 5  # docs/domain/fleet.md#review-loop
 
 
 class ValueType(enum.StrEnum):

@@ -1,4 +1,5 @@
-"""The one classified error of spec 000 §4 (APIError), and how HTTP failures map to it.
+"""The one classified error (docs/domain/concurrency.md#error-classification), and
+how HTTP failures map to it.
 
 Every integration (GitHub, Claude, git, notification channels) turns its outside
 system's failures into a `ClassifiedError`: source, code, message, recoverable,
@@ -11,9 +12,8 @@ action, retry_after and the original error. Workers decide what to do from
 - manual_review - mark for human intervention (escalate)
 - abort         - stop processing, non-recoverable (fail)
 
-Spec 000 lists the fields and the five actions, with one example (a GitHub 429,
-wait_retry, retry_after 60) but no table from status to action; `HTTP_ACTIONS`
-below is that table, derived from the meaning of each action.
+`HTTP_ACTIONS` below is the table from status to action, derived from the
+meaning of each action; docs/domain/concurrency.md#error-classification tells it.
 
 `ClassifiedError` is a frozen dataclass (a value: compare it, log it, store
 `as_dict()` in a task's errors); raising it goes through `ClassifiedFailure`,
@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn
 
-# Spec 000's example: a rate limit without a usable header waits 60 seconds,
-# which is also GitHub's documented minimum wait for secondary rate limits.
+# A rate limit without a usable header waits 60 seconds, GitHub's documented
+# minimum wait for secondary rate limits.
 DEFAULT_RATE_LIMIT_WAIT = 60
 
 # Anthropic's "overloaded" status; not in the HTTP standard but a 5xx all the same.
@@ -43,7 +43,7 @@ NO_RESPONSE = 0  # `code` when no HTTP response arrived (network errors, git)
 
 
 class Action(enum.StrEnum):
-    """The recovery action identifiers of spec 000 §4."""
+    """The recovery actions (docs/domain/concurrency.md#error-classification)."""
 
     ROTATE_TOKEN = "rotate_token"
     WAIT_RETRY = "wait_retry"
@@ -53,13 +53,13 @@ class Action(enum.StrEnum):
 
     @property
     def recoverable(self) -> bool:
-        """Whether a worker can recover without a person (spec: `recoverable`)."""
+        """Whether a worker can recover without a person (`recoverable`)."""
         return self in (Action.ROTATE_TOKEN, Action.WAIT_RETRY, Action.PULL_RETRY)
 
 
 class Source(enum.StrEnum):
-    """Who failed. Spec 000 names claude and github; git and notify are the other
-    outside systems Codex talks to (DESIGN.md, integrations/)."""
+    """Who failed: one of the outside systems Codex talks to
+    (docs/architecture.md#integrations)."""
 
     CLAUDE = "claude"
     GITHUB = "github"
@@ -80,7 +80,8 @@ class ErrorKind(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ClassifiedError:
-    """One classified failure of an outside system (spec 000 §4 APIError).
+    """One classified failure of an outside system
+    (docs/domain/concurrency.md#error-classification).
 
     `original` is the exception that was classified; it is kept for tracebacks
     and logs and left out of equality, so two classifications of the same failure
@@ -97,11 +98,12 @@ class ClassifiedError:
 
     @property
     def original_error(self) -> str | None:
-        """The original exception's message, the spec's `original_error`."""
+        """The original exception's message (`original_error`)."""
         return None if self.original is None else str(self.original)
 
     def as_dict(self) -> dict[str, Any]:
-        """The spec's fields as JSON-ready data, for a task's errors or an event."""
+        """The documented fields as JSON-ready data, for a task's errors or an
+        event."""
         data = asdict(self)
         data.pop("original")
         data["source"] = str(self.source)
@@ -325,7 +327,7 @@ def classify_kind(
 ) -> ClassifiedError:
     """Classify a failure that has no HTTP status (network, git, content filter).
 
-    `code` is 0 (NO_RESPONSE): the spec's code is an HTTP status and there was none.
+    `code` is 0 (NO_RESPONSE): `code` is an HTTP status and there was none.
     """
     action, default_message = KIND_ACTIONS[ErrorKind(kind)]
     text = f"{default_message}: {message}" if message else default_message

@@ -1,4 +1,5 @@
-"""Idempotency-Key for every API POST that creates or acts (issue 7).
+"""Idempotency-Key for every API POST that creates or acts
+(docs/domain/concurrency.md#idempotency-key).
 
 A client that did not hear the answer to a POST sends it again with the same
 `Idempotency-Key` header and gets the first answer back (header
@@ -164,7 +165,8 @@ def _replay(record: IdempotencyRecord, fingerprint: str) -> Response:
             f"{answered}. Use a new key for a new request.",
             code="idempotency_key_reused",
         )
-    # Nothing was created this time: a replayed 201 says 200, as before issue 7.
+    # Nothing was created this time: a replayed 201 says 200, as a repeated POST
+    # did before the key existed.
     replay_status = (
         status.HTTP_200_OK
         if record.response_status == status.HTTP_201_CREATED

@@ -1,4 +1,5 @@
-"""Reading files people import (spec 000's claims, board and session logs).
+"""Reading files people import (claims, boards and session logs:
+docs/domain/claims.md#claims-import, docs/domain/fleet.md#session-logs).
 
 Import files come from other systems and from people's editors: they may be
 missing, directories, unreadable, huge, not UTF-8, start with a BOM, or carry
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# Larger files are refused before they are read: spec 000's files are small.
+# Larger files are refused before they are read: the files imported are small.
 MAX_IMPORT_BYTES = 50 * 1024 * 1024
 # C0 controls but tab, newline and carriage return; DEL. PostgreSQL cannot
 # store NUL at all; the others have no business in ids, titles or reasons.

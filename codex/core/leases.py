@@ -1,4 +1,5 @@
-"""Leases of versioned rows: acquire, renew, release, break (spec 002 §3.5).
+"""Leases of versioned rows: acquire, renew, release, break
+(docs/domain/concurrency.md#leases).
 
 `LeaseMethods` is the lease half of codex.core.models.VersionedLeasedModel, a
 plain mixin without fields: the model declares `version`, `lease_holder`,

@@ -1,9 +1,10 @@
 """Optimistic locking and leases, shared by every model whose state workers change.
 
-Spec 002 §3.5: every update carries the version it read and fails with
-VERSION_MISMATCH when the row moved on; state-changing operations hold a 60-second
-lease (acquire, renew, release; force-break only by an operator or recovery); a
-lease held by someone else is retried 3 times with a 5-second backoff.
+As docs/domain/concurrency.md#versions and #leases tell it: every update carries
+the version it read and fails with VERSION_MISMATCH when the row moved on;
+state-changing operations hold a 60-second lease (acquire, renew, release;
+force-break only by an operator or recovery); a lease held by someone else is
+retried 3 times with a 5-second backoff.
 
 Both guarantees are enforced in the UPDATE's WHERE clause, so they hold between
 processes and machines, not only between threads.

@@ -1,4 +1,5 @@
-"""The refusals of a write to a versioned, leased row (spec 002 §3.5).
+"""The refusals of a write to a versioned, leased row
+(docs/domain/concurrency.md#versions, #leases).
 
 Raised by codex.core.models.VersionedLeasedModel's saves, its lease operations
 (codex.core.leases) and VersionedQuerySet (codex.core.querysets). Callers import
@@ -11,7 +12,8 @@ from django.db import models
 
 
 class VersionConflict(Exception):
-    """The row changed since it was read (spec 002 §3.5 VERSION_MISMATCH)."""
+    """The row changed since it was read (VERSION_MISMATCH,
+    docs/domain/concurrency.md#versions)."""
 
     code = "version_mismatch"
 

@@ -1,4 +1,5 @@
-"""The scheduled jobs of DESIGN.md "How work moves" §4, as django-q2 schedules.
+"""The scheduled jobs (docs/architecture.md#scheduled-jobs), as django-q2
+schedules.
 
 settings.CODEX_SCHEDULES maps a job's dotted path to its interval in minutes
 (0 turns the job off). `seed_schedules` makes django-q2's Schedule table say the

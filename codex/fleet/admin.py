@@ -1,7 +1,8 @@
 """The operator console for the fleet: instances, their relationships, runs.
 
-The instance list is spec 004's dashboard: "Running" is its running-instances
-query, "Review loop" its review-loop tracking.
+The instance list is the fleet's dashboard: "Running" lists the instances not
+terminated (docs/domain/fleet.md#instance-status), "Review loop" the review-loop
+tracking (docs/domain/fleet.md#review-loop).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def operator(request: HttpRequest) -> str:
 
 
 class RunningFilter(admin.SimpleListFilter):
-    """Spec 004's "running instances": everything not terminated."""
+    """The running instances: everything not terminated."""
 
     title = "running"
     parameter_name = "running"
@@ -48,7 +49,7 @@ class RunningFilter(admin.SimpleListFilter):
 
 class ReviewLoopFilter(admin.SimpleListFilter):
     """Review-loop status (NORMAL / APPROACHING_LIMIT >= 3 / AT_LIMIT >= 5), and
-    spec 004's tracking list: coding agents not terminated with >= 2 reviews."""
+    the tracking list: coding agents not terminated with >= 2 reviews."""
 
     title = "review loop"
     parameter_name = "review_loop"
@@ -229,7 +230,8 @@ class InstanceRelationshipAdmin(admin.ModelAdmin):
 
 
 class HealthFilter(admin.SimpleListFilter):
-    """Spec 000's health status, computed in the database."""
+    """A run's health (docs/domain/fleet.md#productivity), computed in the
+    database."""
 
     title = "health"
     parameter_name = "health"

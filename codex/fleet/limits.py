@@ -1,7 +1,8 @@
-"""The configured review-loop limits of spec 004 ("Configuration Management").
+"""The configured review-loop limits (docs/domain/fleet.md#review-loop).
 
-Spec 004 keeps them in `user_config` as `review.max_iterations` ('3'),
-`review.auto_abandon_after` ('5') and `review.timeout_hours` ('24'); they are
+They are configuration keys (docs/domain/configuration.md#configuration-keys):
+`review.max_iterations` ('3'), `review.auto_abandon_after` ('5') and
+`review.timeout_hours` ('24'); they are
 read with `get_config` (database, then environment, then default) each time a
 limit is applied, so a value saved in the console takes effect at once.
 """
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 
 from codex.configuration.config import get_config
 
-# The CHECK of spec 004's instance_relationships: review_iteration > 0 AND <= 5.
+# The CHECK on instance relationships: review_iteration > 0 AND <= 5
+# (docs/domain/fleet.md#review-loop).
 REVIEW_ITERATION_CAP = 5
 
 

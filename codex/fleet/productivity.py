@@ -1,18 +1,19 @@
-"""Spec 000's productivity numbers: two distinct scores, health, warnings.
+"""Productivity numbers: two distinct scores, health, warnings
+(docs/domain/fleet.md#productivity).
 
-Spec 000 defines two scores and this module keeps both, under their own names:
+There are two scores and this module keeps both, under their own names:
 
 - SessionOutcome `productivity_score` = (issues_closed * 10 + files_changed)
   / tool_count, and 0 when tool_count = 0;
 - ProductivityMetrics `score` = (files_changed * 2 + issues_closed * 5)
   / max(tool_count, 1).
 
-Health status (spec 000 gives the rule for "warning" only):
+Health status:
 - "warning" if productivity_score < 0.1 and tool_count > 30 (SessionOutcome
   validation rule), or if any ProductivityMetrics warning applies
   (tool_count >= 30 with 0 files changed, or tool_count >= 30 with score < 0.1);
-- "unhealthy" is listed by the spec without a rule: Codex uses it for a run
-  that failed (crashed or was stopped), whose numbers say nothing;
+- "unhealthy" for a run that failed (crashed or was stopped), whose numbers
+  say nothing;
 - "healthy" otherwise.
 """
 
@@ -43,7 +44,8 @@ def productivity_score(
 
 @dataclass(frozen=True)
 class ProductivityMetrics:
-    """Spec 000 ProductivityMetrics: the counts a session's health is judged by."""
+    """The counts a session's health is judged by
+    (docs/domain/fleet.md#productivity)."""
 
     tool_count: int
     files_changed: int
@@ -68,7 +70,8 @@ class ProductivityMetrics:
 
     @property
     def warnings(self) -> list[str]:
-        """Spec 000's warning texts, word for word; X is the score to 3 places."""
+        """The warning texts, word for word as session logs carry them; X is the
+        score to 3 places."""
         found = []
         if self.tool_count >= WARNING_TOOL_COUNT_AT_LEAST and self.files_changed == 0:
             found.append(

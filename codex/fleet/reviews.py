@@ -1,4 +1,5 @@
-"""The review loop of spec 004: a coding agent asks for a review, a review
+"""The review loop (docs/domain/fleet.md#review-loop): a coding agent asks for a
+review, a review
 agent is spawned and linked to it with the next review iteration."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Reading spec 000's session logs (`logs/session_*.jsonl`) into agent runs.
+"""Reading session logs (`logs/session_*.jsonl`) into agent runs
+(docs/domain/fleet.md#session-logs).
 
 Each non-blank line is one SessionOutcome. A line is accepted only when every
-required field is present with its type and spec 000's validation rules hold;
+required field is present with its type and the validation rules hold;
 the derived values in the file (productivity_score, health_status, warnings)
 are checked or ignored, because Codex computes them from the counts.
 """
@@ -36,7 +37,7 @@ REQUIRED_FIELDS = (
     "success",
     "health_status",
 )
-# The spec's example writes 0.33 for 15/45: scores are compared to 2 places.
+# Logs write scores rounded (0.33 for 15/45): they are compared to 2 places.
 SCORE_TOLERANCE = 0.006
 
 
@@ -61,7 +62,7 @@ def _iso(value: Any, name: str) -> datetime:
         raise BadLine(f"{name} is not ISO8601: {shorten(value)}") from None
     if not 1970 <= moment.year <= 9000:
         raise BadLine(f"{name} is out of range: {shorten(value)}")
-    # The spec's logs carry local-free times; Codex stores UTC.
+    # Session logs carry times without a zone; Codex stores UTC.
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 

@@ -1,7 +1,8 @@
-"""Spec 004's tool events (`mcp_events`), kept in the one event log.
+"""Tool events (docs/domain/fleet.md#tool-events), kept in the one event log.
 
 Every tool call an agent instance makes becomes an Event of kind "tool" with
-subject "instance:<id>"; `data` holds the spec's columns under their names.
+subject "instance:<id>"; `data` holds the tool, its arguments, its result and
+the commit, under those names.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from django.utils import timezone
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus
 
-# Spec 004: "Only specific MCP tools (request_review, create_pr, send_feedback)
-# trigger UI notifications".
+# Only these tools change an instance's status, so only they notify the UI.
 STATUS_UPDATING_TOOLS = frozenset({"request_review", "create_pr", "send_feedback"})
-# Spec 004's two tool-activity queries look back one day and one week.
+# The tool-activity views look back one day (status updates) and one week.
 RECENT_STATUS_UPDATES = timedelta(days=1)
 AUDIT_TRAIL_WINDOW = timedelta(weeks=1)
 
@@ -69,8 +69,8 @@ def record_tool_event(
 
 
 def tool_events_for(instance: AgentInstance) -> models.QuerySet[Event]:
-    """The tool calls of `instance`, oldest first (spec 004's audit trail for
-    one instance). Ids repeat across repositories, so the row is matched too."""
+    """The tool calls of `instance`, oldest first (its audit trail). Ids repeat
+    across repositories, so the row is matched too."""
     return Event.objects.filter(
         kind=EventKind.TOOL, subject=instance.event_subject, data__instance=instance.pk
     ).in_order()
@@ -79,9 +79,9 @@ def tool_events_for(instance: AgentInstance) -> models.QuerySet[Event]:
 def recent_tool_events(
     *, within: timedelta = AUDIT_TRAIL_WINDOW, status_updating_only: bool = False
 ) -> models.QuerySet[Event]:
-    """Spec 004's "MCP Tool Activity": tool calls of the last week (or `within`),
-    newest first; with `status_updating_only`, the ones that update the UI (the
-    spec looks back one day for those: pass within=RECENT_STATUS_UPDATES)."""
+    """Tool activity: tool calls of the last week (or `within`), newest first;
+    with `status_updating_only`, the ones that update the UI (look back one day
+    for those: pass within=RECENT_STATUS_UPDATES)."""
     events = Event.objects.filter(
         kind=EventKind.TOOL, created_at__gt=timezone.now() - within
     )

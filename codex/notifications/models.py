@@ -1,7 +1,9 @@
-"""The notification outbox (spec 002 §3.5): deduplicated, sent at most once.
+"""The notification outbox (docs/domain/notifications.md#notification-outbox):
+deduplicated, sent at most once.
 
-Spec 002 §3.5: "Trigger notification | No | Deduplicate via notification_id in
-task envelope", and "Side effects (notifications) tracked to prevent duplicates".
+A notification is not idempotent on the receiving side, so each one carries a
+`notification_id` and is tracked as a side effect
+(docs/domain/concurrency.md#side-effects): queuing the same id twice sends once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from django_fsm import ConcurrentTransitionMixin, FSMField, FSMModelMixin, trans
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event, EventKind
 
-# Not in the specs: five tries, one minute doubling up to an hour between them.
+# Five tries, one minute doubling up to an hour between them
+# (docs/domain/notifications.md#notification-outbox).
 BACKOFF_BASE_SECONDS = 60
 BACKOFF_CAP_SECONDS = 3600
 ERROR_KEPT_CHARS = 2000

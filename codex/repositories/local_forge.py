@@ -1,5 +1,5 @@
 """The local forge: a repository whose remote is a bare git repository on disk
-and whose pull requests live in the database (DESIGN.md, "Running").
+and whose pull requests live in the database (docs/architecture.md#apps).
 
 It implements `codex.repositories.forge.Forge` for a Repository whose url is
 `file:///abs/path/name.git`:

@@ -1,7 +1,8 @@
-"""A task in the file formats of the specs, for teams moving onto Codex.
+"""A task in the export formats of docs/domain/tasks.md#exports, for teams moving
+onto Codex.
 
-`task_envelope` follows spec 002 §2.1 (`task-envelope.yml`): the same keys in the
-same nesting and order. `issue_state` follows spec 003 (`issue-state.json`).
+`task_envelope` is `task-envelope.yml`: the envelope's keys in their nesting and
+order. `issue_state` is `issue-state.json`, the issue pipeline's state.
 Both are read-only views of the database; nothing is stored in these formats.
 """
 
@@ -23,7 +24,7 @@ from codex.tasks.models import (
 )
 from codex.tasks.models.artifact import CONTAINERS
 
-# Spec 003's agent for each phase (DESIGN.md's mapping of the pipelines).
+# The issue pipeline's agent for each phase (docs/domain/tasks.md#exports).
 PHASE_TO_003_AGENT = {
     Phase.INTAKE: "triage",
     Phase.PLANNING: "analyst",
@@ -91,7 +92,8 @@ def _phases(task: Task) -> dict[str, dict[str, Any]]:
 
 
 def task_envelope(task: Task) -> dict[str, Any]:
-    """The task as spec 002 §2.1's envelope, key for key."""
+    """The task as `task-envelope.yml` (docs/domain/tasks.md#exports), key for
+    key."""
     escalations = [
         {
             "timestamp": _timestamp(escalation.created_at),
@@ -148,7 +150,7 @@ def task_envelope(task: Task) -> dict[str, Any]:
 
 
 class _LiteralDumper(yaml.SafeDumper):
-    """Multi-line strings as YAML block literals, as the spec writes them."""
+    """Multi-line strings as YAML block literals, easier to read in the export."""
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -251,7 +253,7 @@ def report_yaml(report: VerificationReport | ReviewReport) -> str:
 
 
 def issue_state(task: Task) -> dict[str, Any]:
-    """The task as spec 003's `issue-state.json`."""
+    """The task as `issue-state.json` (docs/domain/tasks.md#exports)."""
     triage = _one_to_one(task, "triage")
     analysis = _one_to_one(task, "analysis")
     build = task.build_results.order_by("-cycle").first()

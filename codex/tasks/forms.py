@@ -43,7 +43,8 @@ def _api_check(validator, value: Any) -> Any:
 
 
 class TaskRequestForm(forms.Form):
-    """Spec 002's "form" intake: a person asks for a feature.
+    """The web form's intake (`created_by` "form",
+    docs/domain/tasks.md#created-by): a person asks for a feature.
 
     `form_token` is generated when the form is rendered and becomes the
     idempotency key, so submitting the same rendering twice (a double click, a

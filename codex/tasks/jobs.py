@@ -221,7 +221,7 @@ def _finish_run(
         name: result.metrics[name] for name in RUN_METRICS if name in result.metrics
     }
     # The issue this run worked on, and closed when its step completed the
-    # task (the release merged): spec 000's issues_worked and issues_closed.
+    # task (the release merged): docs/domain/fleet.md#agent-run.
     measured.update(
         AgentRun.issue_outcome(
             task.issue_number, closed=task.status == Status.COMPLETED
@@ -250,7 +250,8 @@ def _apply_requests_only(task: Task, holder: str) -> str:
 
 def resume_due_tasks() -> int:
     """Scheduled: blocked tasks whose retry time has come go back in progress
-    (spec 002 §3.4 blocked → in_progress: "retry backoff elapsed")."""
+    (blocked → in_progress once the retry backoff elapsed,
+    docs/domain/tasks.md#retries)."""
     due = Task.objects.filter(
         status=Status.BLOCKED,
         blocked_until__isnull=False,
@@ -270,7 +271,8 @@ def resume_due_tasks() -> int:
     return resumed
 
 
-# What a task's end means for the issue claim it came from (spec 000).
+# What a task's end means for the issue claim it came from
+# (docs/domain/claims.md#claim-ttl).
 CLAIM_OUTCOME = {
     Status.COMPLETED: ("close", "the task completed"),
     Status.FAILED: ("fail", "the task failed"),

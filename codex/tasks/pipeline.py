@@ -1,7 +1,8 @@
 """One step of a task: from a phase's result to the transitions it justifies.
 
 `apply_result` records what the phase produced (artifacts, reports, progress)
-and makes the status and phase transitions of spec 002 §3.4 that follow from it,
+and makes the status and phase transitions (docs/domain/tasks.md#task-status,
+#task-phase) that follow from it,
 including the feedback loops and the escalation past their limits. It runs
 inside the caller's transaction while the caller holds the lease.
 """
@@ -128,7 +129,8 @@ def _rotate(task: Task, source: str) -> str | None:
 
 
 def _act_on_error(task: Task, error: ClassifiedError, *, by: str) -> None:
-    """Spec 000's recovery actions, applied to the task (issue 4's table)."""
+    """The recovery actions of docs/domain/concurrency.md#error-classification,
+    applied to the task."""
     reason = f"{error.source} {error.code}: {error.message}"
     if error.action == Action.WAIT_RETRY:
         retry_after = (
@@ -245,7 +247,7 @@ def _planning(task: Task, result: PhaseResult, *, by: str) -> None:
         task.phase_progress[Phase.PLANNING]["split"] = list(result.children)
         return
     if plan_approval_needed(task) and guards.has_tasks(task):
-        # A person reads the spec, plan and tasks first (docs/gates.md):
+        # A person reads spec.md, plan.md and tasks.md first (docs/gates.md):
         # begin_implementation happens with their approval.
         task.await_approval(
             by=by,

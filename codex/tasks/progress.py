@@ -9,7 +9,7 @@ one repeated after a crash changes nothing; they are rate-limited (at most
 one per CODEX_PROGRESS_MIN_SECONDS per task, the later one carrying the
 newest state), and skipped when the text did not change.
 
-When the task waits for its plan to be approved, the spec, plan and tasks are
+When the task waits for its plan to be approved, spec.md, plan.md and tasks.md are
 posted once per plan version as a comment of their own.
 """
 
@@ -78,7 +78,7 @@ def progress_body(task: Task) -> str:
 
 
 def plan_body(task: Task, version: str) -> str:
-    """The spec, plan and tasks a person is asked to approve."""
+    """spec.md, plan.md and tasks.md, which a person is asked to approve."""
     newest: dict[str, str] = {}
     rows = task.artifacts.filter(name__in=PLAN_DOCUMENTS).order_by(
         "name", "-created_at", "-id"

@@ -1,6 +1,6 @@
-"""Stuck-task recovery: spec 002 §3.6, run as a scheduled job.
+"""Stuck-task recovery (docs/domain/tasks.md#stuck-tasks), run as a scheduled job.
 
-Recovery procedure (spec 002 §3.6):
+Recovery procedure:
 
 1. scan for stuck tasks (> 2 hours in the same phase: CODEX_STUCK_AFTER_MINUTES);
 2. for each, determine its recovery point (RECOVERY_POINTS below);
@@ -13,9 +13,9 @@ Only pending, in_progress and blocked tasks are ever touched (a pending one
 whose first step was lost, e.g. with a restarted Redis broker's memory, would
 otherwise wait forever): a paused task waits for a
 user, an escalated one for a person's answer, and terminal ones are done. Every
-change is made under the task's lease (§3.5); a lease somebody still holds is
-respected, an expired one is force-broken ("only via manual intervention or Task
-Recovery workflow", §3.5) with a lease event in the log.
+change is made under the task's lease (docs/domain/concurrency.md#leases); a
+lease somebody still holds is respected, an expired one is force-broken (only
+an operator or this recovery may) with a lease event in the log.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 CLEARED_BY_RECOVERY = "cleared by recovery"
 RECOVERABLE_STATUSES = (Status.PENDING, Status.IN_PROGRESS, Status.BLOCKED)
 
-# Spec 002 §3.6 "Recovery Points": where each phase restarts, and what survives.
+# Where each phase restarts, and what survives (docs/domain/tasks.md#recovery-points).
 # The envelope fields named here (current_task, commits, pr_url, the artifacts
 # and reports) are kept as they are; the phase's agent starts again from them.
 RECOVERY_POINTS: dict[str, str] = {
@@ -84,8 +84,8 @@ def is_stuck(task: Task, now: datetime) -> bool:
       work the system itself owes. Paused and escalated tasks wait for a
       person, however long that takes; terminal ones are done;
     - it entered its current phase more than `stuck_after()` before `now`
-      (CODEX_STUCK_AFTER_MINUTES, 120 by default: spec 002 §3.6's "> 2 hours
-      in the same phase"). That is several times the longest single wait the
+      (CODEX_STUCK_AFTER_MINUTES, 120 by default: more than 2 hours in the same
+      phase). That is several times the longest single wait the
       pipeline itself makes: a phase's step runs in one job, killed at
       CODEX_JOB_TIMEOUT (15 minutes by default) and redelivered after
       CODEX_JOB_RETRY, and a blocked task's own retry backoff is capped at
@@ -212,7 +212,8 @@ def _break_expired_lease(task: Task) -> None:
 
 
 def _reset_to_recovery_point(task: Task) -> int:
-    """Apply steps 2-3 of §3.6 to the leased task in memory and queue its event.
+    """Apply steps 2-3 of the procedure above to the leased task in memory and
+    queue its event.
 
     Returns how many times this phase has now been recovered.
     """
@@ -274,11 +275,13 @@ def _reset_to_recovery_point(task: Task) -> int:
 
 
 def _alert_operators(task: Task, recoveries: int) -> None:
-    """Step 5 of §3.6: announce this recovery on the configured channels.
+    """Step 5 of the procedure above: announce this recovery on the configured
+    channels.
 
     The notification id names the task, the phase and the attempt, so a retried
-    job never alerts twice for the same attempt (§3.5: notifications are not
-    idempotent, deduplicate via notification_id) while every further attempt
+    job never alerts twice for the same attempt (notifications are not
+    idempotent: docs/domain/notifications.md#notification-outbox deduplicates
+    them by notification_id) while every further attempt
     alerts again.
     """
     from codex.notifications.announcements import announce, task_link

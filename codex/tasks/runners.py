@@ -58,7 +58,8 @@ class PhaseResult:
     branch: str = ""
     pr_url: str = ""
     ci_passing: bool | None = None
-    # verification (§4.4) and review (§4.5): the report's fields
+    # verification and review: the report's fields
+    # (docs/domain/tasks.md#verification-report and #review-report)
     verification: dict[str, Any] | None = None
     review: dict[str, Any] | None = None
     # release

@@ -1,8 +1,9 @@
 """The Claude model client: one factory from settings, one `send`, one error type.
 
-This is the only module that imports the `anthropic` SDK (DESIGN.md,
-integrations/). Everything above it sees plain data: a `Response` with the
-content blocks as dicts, the stop reason, the usage and the cost of the call;
+This is the only module that imports the `anthropic` SDK
+(docs/architecture.md#integrations). Everything above it sees plain data: a
+`Response` with the content blocks as dicts, the stop reason, the usage and the
+cost of the call;
 and one failure type, `ClassifiedFailure`, whose action tells the workers what
 to do (wait_retry with the server's retry-after, rotate_token, manual_review,
 abort).

@@ -1,4 +1,4 @@
-"""git: the only package that runs git (DESIGN.md, integrations/).
+"""git: the only package that runs git (docs/architecture.md#integrations).
 
 `runner.run_git` starts git (no shell, minimal environment, credentials only
 in the environment, a timeout, classified failures); the operations built on

@@ -32,8 +32,8 @@ Classification (from git's stderr, read in the C locale so it is English):
 | another git holds a lock of the repository (ref, index, config) | wait_retry |
 | anything else (bad ref, not a repository, git missing) | abort |
 
-The brief names "other → abort"; network failures are wait_retry instead
-because waiting is what makes them go away (errors.KIND_ACTIONS "connection").
+Network failures are wait_retry, not abort, because waiting is what makes them
+go away (errors.KIND_ACTIONS "connection").
 So are lock collisions: git lets go of a lock in moments; one left by a killed
 git is removed once no git of Codex's can still hold it (locks.py). Locks of
 Codex's own are inherited by every git started while they are held

@@ -155,7 +155,8 @@ def _header(headers: Mapping[str, Any], name: str) -> str | None:
 
 
 def classified(exc: BaseException) -> ClassifiedFailure:
-    """The one classified error (spec 000 §4) for a failure talking to GitHub.
+    """The one classified error (docs/domain/concurrency.md#error-classification)
+    for a failure talking to GitHub.
 
     GithubException and its subclasses (RateLimitExceededException,
     BadCredentialsException, UnknownObjectException, ...) are classified by

@@ -1,4 +1,5 @@
-"""The Projects v2 board (spec 000 §3), which GitHub offers through GraphQL only.
+"""The Projects v2 board (docs/domain/claims.md#board-columns), which GitHub
+offers through GraphQL only.
 
 The ids come from `GitHubProject` (project id, Status field id, one option id
 per column). Both mutations are idempotent on GitHub's side: adding an issue

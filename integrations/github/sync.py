@@ -1,5 +1,5 @@
-"""Keeping the GitHub issue cache (spec 004) and pull request states current,
-at the lowest cost in API calls.
+"""Keeping the GitHub issue cache (docs/domain/configuration.md#forge-cache) and
+pull request states current, at the lowest cost in API calls.
 
 One conditional request answers "did anything change?": the issues list of the
 repository (which includes pull requests) updated since a cursor, sorted by

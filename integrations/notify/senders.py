@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SOURCE = Source.NOTIFY
-# Not in the specs: long enough for a slow chat webhook, short enough that one
+# Ten seconds: long enough for a slow chat webhook, short enough that one
 # hung endpoint does not hold a worker for the whole outbox drain.
 DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10
 # How much of an error response body is kept in the classified message.

@@ -1,4 +1,4 @@
-"""The completion analysis of a fan-out (spec 001 §3 CompletionAnalysis)."""
+"""The completion analysis of a fan-out (docs/domain/fan-out.md#merge-decision)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from codex.children.parsing import MAX_PR_NUMBER
 
 
 def discrepancy_of(expected: int, reporting: int) -> str:
-    """Spec 001 "Error States" 1 and 2: overflow, underflow, or none."""
+    """Overflow, underflow, or none (docs/domain/fan-out.md#fan-out-limits)."""
     if reporting > expected:
         return Discrepancy.OVERFLOW
     if reporting < expected:
@@ -40,8 +40,8 @@ class CompletionAnalysisQuerySet(models.QuerySet):
         """Keep `decision` (already validated) as the fan-out's one analysis.
 
         Returns (analysis, changed). The same decision over the same reports
-        leaves the stored row untouched (spec 001 "Re-running analysis produces
-        same result"); a different one replaces it in place, never a second row.
+        leaves the stored row untouched (docs/domain/fan-out.md#analysis-validation);
+        a different one replaces it in place, never a second row.
         """
         existing = self.filter(fan_out=fan_out).first()
         final_pr = decision.final_pr_number
@@ -89,8 +89,9 @@ class CompletionAnalysisQuerySet(models.QuerySet):
 class CompletionAnalysis(models.Model):
     """What to do with the children's work: the merge strategy and its reasons.
 
-    Rules (spec 001 §3, enforced by `validate_analysis` before storing and by
-    the constraints below): total_children = successful + failed + partial
+    Rules (docs/domain/fan-out.md#analysis-validation, enforced by
+    `validate_analysis` before storing and by the constraints below):
+    total_children = successful + failed + partial
     (ambiguous children are counted apart); the pull requests to merge come only
     from successful children; the strategy aligns with the statuses. One per
     fan-out: a re-run updates it, identical input leaves it as it was.

@@ -1,4 +1,4 @@
-"""A parent task fanned out to child agents (spec 001 §1 ParentIssue)."""
+"""A parent task fanned out to child agents (docs/domain/fan-out.md)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ class FanOut(VersionedLeasedModel):
     """A parent task whose work is split among at most 5 child agents, and the
     collection of their reports until a completion analysis decides what to merge.
 
-    State (spec 001 §1; every transition holds the lease and is logged)::
+    State (docs/domain/fan-out.md#fan-out-state; every transition holds the
+    lease and is logged)::
 
         created ─spawn_children─▶ children_spawned ─open_window─▶
         awaiting_completions ─trigger_on_count─▶ analyzing ─complete─▶ complete
@@ -131,7 +132,7 @@ class FanOut(VersionedLeasedModel):
         return f"fanout:{self.pk}"
 
     def reporting_count(self) -> int:
-        """Distinct children that reported (spec 001 "Count Unique IDs")."""
+        """Distinct children that reported (a child's latest report counts once)."""
         return self.reports.current().count()
 
     # -- events ----------------------------------------------------------------
@@ -150,7 +151,8 @@ class FanOut(VersionedLeasedModel):
     def log_workflow(
         self, event: str, *, by: str, reason: str = "", **data: Any
     ) -> Event:
-        """One of spec 001 §4's workflow events, under data["event"]."""
+        """One workflow event (docs/domain/fan-out.md#fan-out-state), under
+        data["event"]."""
         return self.log(
             EventKind.WORKFLOW,
             by=by,
@@ -217,7 +219,7 @@ class FanOut(VersionedLeasedModel):
     def trigger_on_count(
         self, *, by: str, reason: str = "all expected children reported"
     ) -> None:
-        """Spec 001: "Count == Expected? → Yes → Trigger Analysis"."""
+        """Every expected child reported: start the analysis."""
         self._start_analysis(AnalysisTrigger.COUNT, by=by, reason=reason)
 
     @transition(
@@ -227,7 +229,7 @@ class FanOut(VersionedLeasedModel):
         conditions=[guards.window_has_deadline],
     )
     def time_out(self, *, by: str, reason: str = "completion window closed") -> None:
-        """Spec 001 "Count Underflow: Analyze available statuses after timeout"."""
+        """The window closed: analyse the reports that arrived (an underflow)."""
         self._start_analysis(AnalysisTrigger.TIMEOUT, by=by, reason=reason)
 
     @transition(
@@ -243,7 +245,7 @@ class FanOut(VersionedLeasedModel):
     def trigger_manually(
         self, *, by: str, reason: str = "analysis triggered manually"
     ) -> None:
-        """Spec 001 "Manual Override: User can trigger analysis manually"."""
+        """An operator's override: start (or re-run) the analysis now."""
         self._start_analysis(AnalysisTrigger.MANUAL, by=by, reason=reason)
 
     @transition(
@@ -260,7 +262,7 @@ class FanOut(VersionedLeasedModel):
         self.analysis_started_at = timezone.now()
         self.analysis_trigger = trigger
         reports = list(self.reports.current().values_list("child_id", "comment_id"))
-        # The payload of spec 001's "Repository Dispatch" analyze_completions.
+        # The analysis request's payload (docs/children.md).
         self.log_workflow(
             WorkflowEvent.ANALYSIS_TRIGGERED,
             by=by,
@@ -407,7 +409,7 @@ class FanOut(VersionedLeasedModel):
         analyst: Analyst | None = None,
     ) -> bool:
         """The timeout path. A completion window past its deadline starts the
-        analysis of whatever arrived (spec 001 "Count Underflow"); an analysis
+        analysis of whatever arrived (an underflow); an analysis
         running past `analysis_timeout()` is finished by the rules. Returns whether
         it did anything (False before the deadline, or in any other state).
         """

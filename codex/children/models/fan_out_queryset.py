@@ -1,4 +1,4 @@
-"""Creating and finding fan-outs; the limits of spec 001 "Constraints" and "Timing"."""
+"""Creating and finding fan-outs, within docs/domain/fan-out.md#fan-out-limits."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from codex.events.models import EventKind
 if TYPE_CHECKING:
     from codex.children.models.fan_out import FanOut
 
-# Spec 001 "Constraints": "Maximum 5 child agents per parent (constitution limit)".
+# The limits of docs/domain/fan-out.md#fan-out-limits: at most 5 children (the
+# bound of docs/domain/fleet.md#parallel-limit), a completion
+# window of 10 minutes, and 8 minutes for the model's analysis before the rules
+# decide.
 MAX_CHILDREN = 5
-# Spec 001 "Timing": "Total completion window: ~10 minutes".
 DEFAULT_WINDOW = timedelta(minutes=10)
-# Spec 001 "Timing": "Analysis timeout: 8 minutes"; then the rules decide.
 # The defaults of configuration children.window_minutes and
 # children.analysis_timeout_minutes, read by the functions below.
 ANALYSIS_TIMEOUT = timedelta(minutes=8)
@@ -59,7 +60,7 @@ class FanOutQuerySet(VersionedQuerySet):
             issue_number=issue_number,
             window=window,
         )
-        # state is protected: full_clean would try to re-assign it (STACK.md).
+        # state is a protected FSMField: full_clean would try to re-assign it.
         fan_out.full_clean(exclude=["state"])
         with transaction.atomic():
             fan_out.save()

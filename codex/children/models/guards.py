@@ -9,8 +9,8 @@ if TYPE_CHECKING:
 
 
 def all_expected_children_reported(fan_out: FanOut) -> bool:
-    """Spec 001 "Count == Expected?" → trigger; more than expected (overflow)
-    also proceeds ("Count Overflow → Proceed with analysis")."""
+    """Every expected child reported → trigger; more than expected (overflow)
+    also proceeds (docs/domain/fan-out.md#fan-out-limits)."""
     return fan_out.reporting_count() >= fan_out.expected_child_count
 
 

@@ -1,4 +1,4 @@
-"""A child agent's status report (spec 001 §2 ChildStatus)."""
+"""A child agent's status report (docs/domain/fan-out.md#child-reports)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from codex.children.parsing import (
 
 class ChildReportQuerySet(models.QuerySet):
     def current(self) -> ChildReportQuerySet:
-        """The latest report of each child (spec 001: "Use latest report only")."""
+        """The latest report of each child: only it counts."""
         return self.filter(is_current=True)
 
     def record(
@@ -78,8 +78,9 @@ class ChildReportQuerySet(models.QuerySet):
 class ChildReport(models.Model):
     """One child agent's completion status, read from a "🤖 Child" comment.
 
-    Rules (spec 001 §2): `child_id` matches `C\\d+`; `status_type` is SUCCESS,
-    FAILURE, PARTIAL or AMBIGUOUS as `parse_child_report` detected it; a SUCCESS
+    Rules (docs/domain/fan-out.md#child-reports): `child_id` matches `C\\d+`;
+    `status_type` is SUCCESS, FAILURE, PARTIAL or AMBIGUOUS as
+    `parse_child_report` detected it; a SUCCESS
     should carry its pull request and a FAILURE its reason. One comment is one
     report (unique `comment_id` per fan-out). A child that reports again
     replaces its earlier report: every report is kept, and exactly one per child

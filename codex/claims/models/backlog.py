@@ -1,4 +1,5 @@
-"""Backlog runs: spec 000's parallel agent manager and its BacklogState (§5)."""
+"""Backlog runs: parallel sessions through the open issues
+(docs/domain/claims.md#backlog-runs)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ SYSTEM_ACTOR = "codex:backlog"
 
 
 def default_threshold() -> int:
-    """Spec 000 §5: "threshold ... (default: 3)" empty rounds."""
+    """How many empty rounds in a row finish a run (3 by default,
+    docs/domain/claims.md#backlog-runs)."""
     return getattr(settings, "CODEX_BACKLOG_EMPTY_ROUNDS_THRESHOLD", 3)
 
 
@@ -78,9 +80,9 @@ class BacklogRunQuerySet(VersionedQuerySet):
 
 class BacklogRun(LoggedStateModel):
     """N parallel sessions working through a repository's open issues
-    (spec 000 §5 BacklogState, the ParallelAgentManager's loop).
+    (docs/domain/claims.md#backlog-runs).
 
-    State (spec 000 §5)::
+    State::
 
         running ──start_counting (all sessions empty)──▶ counting
         counting ──reset (any session has work)──▶ running     (counter back to 0)
@@ -211,7 +213,7 @@ class BacklogRun(LoggedStateModel):
         started: list[str] | None = None,
     ) -> str:
         """Record one round in which the sessions found `found` issues, apply
-        spec 000 §5's rule, and save. Returns the state after the round.
+        the empty-rounds rule, and save. Returns the state after the round.
         `started` (task ids) goes into the round's event.
 
         Raises TransitionNotAllowed on a terminated run, VersionConflict when
@@ -260,8 +262,8 @@ class BacklogRun(LoggedStateModel):
 
         1. Every session busy (N tasks of the run in progress): nothing is
            claimed and no round is recorded. Busy sessions did not look at the
-           backlog, so the round must not count as empty (spec 000 §5 counts
-           rounds "where all sessions found no issues").
+           backlog, so the round must not count as empty (only a round in
+           which every session looked and found nothing is empty).
         2. Otherwise each free session claims the lowest-numbered candidate: an
            open issue of the repository's GitHubIssue cache that is claimable
            (not held, cooling down, blocked or closed) and has no task yet.
@@ -373,7 +375,7 @@ class BacklogRun(LoggedStateModel):
         """Start a task per claim; returns (tasks started, issues found).
 
         A claim whose task cannot be created (the issue's text is not a valid
-        request) is recorded as a failed attempt: spec 000's failure count
+        request) is recorded as a failed attempt: the claim's failure count
         blocks the issue after three, instead of the run retrying it forever.
         """
         from codex.tasks.models import CreatedBy, Task

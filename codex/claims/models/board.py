@@ -1,4 +1,4 @@
-"""The GitHub Projects v2 board (spec 000 §3 GitHubProjectItem)."""
+"""The GitHub Projects v2 board (docs/domain/claims.md#board-columns)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class BoardStatus(models.TextChoices):
 
 class GitHubProject(models.Model):
     """A repository's Projects v2 board: the ids GraphQL mutations need
-    (spec 000 §3, the parent `.github_project.json`)."""
+    (docs/domain/claims.md#board-columns, imported from `.github_project.json`)."""
 
     repository = models.OneToOneField(
         "repositories.Repository",
@@ -80,13 +80,13 @@ class BoardItemQuerySet(VersionedQuerySet):
 
 
 class BoardItem(LoggedStateModel):
-    """An issue's card on the project board (spec 000 §3).
+    """An issue's card on the project board (docs/domain/claims.md#board-columns).
 
-    Status (spec 000 §3)::
+    Status::
 
         [not on board] ──add──▶ todo ──claim──▶ in_progress ──close──▶ done
 
-    `status_updated_at` is the spec's `updated_at` (last status change); the
+    `status_updated_at` is the imported file's `updated_at` (last status change); the
     inherited `updated_at` is the row's own write time.
     """
 

@@ -1,4 +1,4 @@
-"""Issue claims (spec 000 §1 IssueClaim, §7 ClaimHistoryEntry)."""
+"""Issue claims and their history (docs/domain/claims.md#claims)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from codex.events.models import Event, EventKind
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
 
-# Spec 000 §1: "3+ failures --> [Blocked]".
+# Three failures block the issue (docs/domain/claims.md#claim-ttl).
 CLAIM_MAX_FAILURES = 3
 SYSTEM_ACTOR = "codex:claims"
 
 
 def claim_ttl() -> timedelta:
-    """How long a claim holds (spec 000 §1: "TTL (30 min default)").
+    """How long a claim holds (docs/domain/claims.md#claim-ttl, 30 min by default).
 
     Read on every call (configuration claims.ttl_minutes: the database, then
     CODEX_CLAIM_TTL_MINUTES, then 30) so that a change applies at once.
@@ -48,8 +48,8 @@ class ClaimNotHeld(Exception):
 def claimable(now: datetime) -> Q:
     """Rows a session may claim at `now`: free ones and stale ones.
 
-    A failed claim waits out its TTL before it is retried (spec 000 §1:
-    "[Failed] --TTL expires--> [Unclaimed]"); a claimed one past its TTL was
+    A failed claim waits out its TTL before it is retried (failed becomes
+    unclaimed when the TTL expires); a claimed one past its TTL was
     abandoned ("Claims older than TTL ... are considered stale").
     """
     return (
@@ -82,7 +82,7 @@ def is_claimable(claim: IssueClaim) -> bool:
 
 
 def failure_limit_reached(claim: IssueClaim) -> bool:
-    """Spec 000 §1: three failures block the issue."""
+    """Three failures block the issue (docs/domain/claims.md#claim-ttl)."""
     return claim.failure_count >= CLAIM_MAX_FAILURES
 
 
@@ -260,9 +260,10 @@ class IssueClaimQuerySet(VersionedQuerySet):
 
 
 class IssueClaim(LoggedStateModel):
-    """A session's lock on one GitHub issue (spec 000 §1), with its history (§7).
+    """A session's lock on one GitHub issue (docs/domain/claims.md#claims), with
+    its history.
 
-    State (spec 000 §1, names as in its diagram)::
+    State::
 
         unclaimed ──claim──▶ claimed ──close──▶ released   (success: issue closed)
                                │  └──release──▶ released   (let go, still open)
@@ -278,7 +279,7 @@ class IssueClaim(LoggedStateModel):
     does so directly; `expire` makes it visible as unclaimed). The third
     failure blocks the issue until an operator unblocks it.
 
-    History (spec 000 §7): `total_attempts`, `successful_closes`,
+    History (docs/domain/claims.md#claim-ttl): `total_attempts`, `successful_closes`,
     `failure_reasons`, `last_session` accumulate over every attempt, including
     attempts imported from `.issue_claims.json`.
     """
@@ -400,7 +401,7 @@ class IssueClaim(LoggedStateModel):
         reason: str = "issue closed",
         session_id: str | None = None,
     ) -> None:
-        """Success: the session closed the issue (spec 000 §1 "--success-->")."""
+        """Success: the session closed the issue."""
         self._check_holder(session_id)
         self.issue_closed = True
         self.successful_closes += 1

@@ -11,7 +11,7 @@ class ActiveCredential(models.Model):
     The credentials themselves live in the environment (settings
     CODEX_CREDENTIALS, e.g. several GITHUB_TOKEN values); only the position is
     stored, so that every worker moves to the next credential together when
-    one is rejected (spec 000's rotate_token).
+    one is rejected (docs/domain/concurrency.md#error-classification).
     """
 
     source = models.CharField(max_length=20, unique=True)

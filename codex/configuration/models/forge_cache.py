@@ -1,4 +1,5 @@
-"""Caches of the forge (GitHub): its issues (spec 004) and its token (spec 002).
+"""Caches of the forge (GitHub): its issues and its token
+(docs/domain/configuration.md#forge-cache).
 
 They live with configuration, not with the tasks, because both hold
 credentials-adjacent, operator-managed data: the token is a secret encrypted
@@ -25,7 +26,7 @@ from django.utils.dateparse import parse_datetime
 from codex.configuration import crypto
 from codex.core.models import VersionedLeasedModel
 
-# Spec 002 §1: "GitHub Token Cache | agent-state | YAML | 1 hour".
+# A cached token lives at most an hour (docs/domain/configuration.md#forge-cache).
 TOKEN_LIFETIME = timedelta(hours=1)
 # A token with less than this left is refreshed before use, so that a call
 # started with it does not fail half way through.
@@ -91,12 +92,11 @@ class GitHubIssueQuerySet(models.QuerySet):
 
 
 class GitHubIssue(models.Model):
-    """A cached GitHub issue (spec 004 `github_issues`), refreshed by the sync
-    and by webhooks to save API calls.
+    """A cached GitHub issue (docs/domain/configuration.md#forge-cache), refreshed
+    by the sync and by webhooks to save API calls.
 
     `created_at`, `updated_at` and `closed_at` are GitHub's timestamps;
-    `synced_at` is when Codex last fetched the issue. Spec 004 keys issues by
-    number alone with repo_owner/repo_name beside it; here the repository is a
+    `synced_at` is when Codex last fetched the issue. The repository is a
     foreign key and (repository, number) is unique, so two repositories' #1 do
     not collide.
     """
@@ -128,9 +128,9 @@ class GitHubIssue(models.Model):
                 fields=["repository", "number"], name="github_issue_unique_number"
             )
         ]
-        # Spec 004 "Performance Indexes": idx_github_issues_state ON (state) and
-        # idx_github_issues_updated ON (updated_at), scoped by repository
-        # because every query here is about one repository.
+        # The sync and the console list a repository's issues by state and by
+        # last update; both indexes lead with the repository because every
+        # query here is about one repository.
         indexes = [
             models.Index(fields=["repository", "state"], name="github_issue_state"),
             models.Index(
@@ -147,13 +147,13 @@ def _default_holder() -> str:
 
 
 class GitHubToken(VersionedLeasedModel):
-    """The cached GitHub token (spec 002 `github-token-cache.yml`), one per name
-    (e.g. "default" or "installation:1234").
+    """The cached GitHub token (docs/domain/configuration.md#forge-cache), one
+    per name (e.g. "default" or "installation:1234").
 
-    The token is Fernet-encrypted at rest and lives at most one hour (spec 002
-    §1). Replacing it requires the lease, as spec 002 §5.3 says: "Refresh GitHub
-    token | agent-state | Yes (60s)", so when many workers find it stale, one
-    fetches and the others wait for the lease and then use the new token.
+    The token is Fernet-encrypted at rest and lives at most one hour. Replacing
+    it requires the lease (docs/domain/concurrency.md#leases), so when many
+    workers find it stale, one fetches and the others wait for the lease and
+    then use the new token.
     """
 
     name = models.CharField(max_length=200, unique=True, default="default")
@@ -196,7 +196,7 @@ class GitHubToken(VersionedLeasedModel):
     def store(self, token: str, expires_at: datetime | None) -> None:
         """Put a new token in place (saved by the caller, who holds the lease).
 
-        The expiry is capped at one hour from now: the spec's lifespan of the
+        The expiry is capped at one hour from now: the lifespan of the
         cache, also for tokens (personal ones) that never expire.
         """
         if not token:

@@ -1,4 +1,5 @@
-"""Configuration held in the database, secrets encrypted at rest (spec 004)."""
+"""Configuration held in the database, secrets encrypted at rest
+(docs/domain/configuration.md#configuration-keys, #secrets)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ class SettingQuerySet(models.QuerySet):
 
 
 class Setting(models.Model):
-    """One configuration value (spec 004 `user_config`: key, value, is_encrypted,
-    updated_at).
+    """One configuration value (docs/domain/configuration.md#configuration-keys:
+    key, value, is_encrypted, updated_at).
 
     Keys come from `codex.configuration.registry`, which gives each its type,
     default and secrecy. A secret's `value` holds only Fernet ciphertext; it is

@@ -1,4 +1,4 @@
-"""Agent instances, their relationships, and agent runs (specs 004 and 000)."""
+"""Agent instances, their relationships, and agent runs (docs/domain/fleet.md)."""
 
 from codex.fleet.models.choices import (
     HealthStatus,

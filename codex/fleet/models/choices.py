@@ -1,4 +1,5 @@
-"""The enumerations of spec 004 (instances, relationships) and 000 (runs)."""
+"""The enumerations of the fleet: instances, relationships, runs
+(docs/domain/fleet.md)."""
 
 from django.db import models
 

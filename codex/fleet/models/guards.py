@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 
 def is_coding_agent(instance: AgentInstance) -> bool:
-    """Spec 004: WAITING_REVIEW means a *Coding* Agent called `request_review`."""
+    """WAITING_REVIEW means a *coding* agent called `request_review`
+    (docs/domain/fleet.md#instance-status)."""
     return instance.type == InstanceType.CODING
 
 

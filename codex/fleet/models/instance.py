@@ -1,4 +1,5 @@
-"""Agent instances of spec 004: one agent at work, in its worktree and branch."""
+"""Agent instances: one agent at work, in its worktree and branch
+(docs/domain/fleet.md#agent-instance)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from codex.fleet.models.choices import (
     ReviewLoopStatus,
 )
 
-# "work-123-a1", "review-123-a1", "planning-a1" (spec 004, instances.id); a
+# "work-123-a1", "review-123-a1", "planning-a1" (docs/domain/fleet.md#instance-ids); a
 # task with no GitHub issue (the web form, the API) has "work-a1", "review-a1".
 INSTANCE_ID_PATTERN = (
     r"^(?:(?:work|review)-(?:[1-9][0-9]*-)?a[1-9][0-9]*|planning-a[1-9][0-9]*)$"
@@ -37,13 +38,14 @@ ID_PREFIX = {
     InstanceType.REVIEW: "review",
     InstanceType.PLANNING: "planning",
 }
-# Spec 004's review-loop query: >= 3 is approaching the limit, >= 5 is at it.
+# The review-loop status (docs/domain/fleet.md#review-loop): >= 3 is approaching
+# the limit, >= 5 is at it.
 APPROACHING_LIMIT_ITERATION = 3
 AT_LIMIT_ITERATION = 5
-# Spec 004: "HAVING MAX(ir.review_iteration) >= 2 -- multiple review cycles".
+# The review-loop tracking lists instances with 2 review cycles or more.
 MULTIPLE_REVIEWS_ITERATION = 2
-# Spec 001 (constitution limit): at most 5 coding agents work in parallel, here
-# per task and per issue.
+# At most 5 coding agents work in parallel, per task and per issue
+# (docs/domain/fleet.md#parallel-limit).
 MAX_PARALLEL_CODING = 5
 
 
@@ -57,7 +59,8 @@ ALLOCATION_TRIES = 25
 
 
 def new_instance_id(type: str, issue_number: int | None, agent_number: int) -> str:
-    """The id spec 004 prescribes: work-<issue>-a<n>, review-<issue>-a<n>,
+    """The instance id (docs/domain/fleet.md#instance-ids): work-<issue>-a<n>,
+    review-<issue>-a<n>,
     planning-a<n>. Work without a GitHub issue (a task from the web form or the
     API) is work-a<n> / review-a<n>, numbered per repository like planning-a<n>.
     Raises ValueError when the parts cannot form one."""
@@ -89,11 +92,11 @@ class AgentInstanceQuerySet(VersionedQuerySet):
     protected_update_fields = frozenset({"status", "instance_id", "type"})
 
     def running(self) -> AgentInstanceQuerySet:
-        """Spec 004's dashboard "running instances": every one not terminated.
+        """The dashboard's running instances: every one not terminated.
 
-        The spec's query says `WHERE i.status = 'running'`, a value its own CHECK
-        does not allow; its CASE shows everything else as 'Terminated', so
-        running means "not terminated".
+        No status is called "running": every status but terminated is work in
+        progress (docs/domain/fleet.md#instance-status), so running means "not
+        terminated".
         """
         return self.exclude(status=InstanceStatus.TERMINATED)
 
@@ -101,9 +104,9 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         """Annotate `total_reviews`, `highest_review_iteration` (0 when none) and
         `review_loop_status` from the instance's spawned_review relationships.
 
-        Spec 004's CASE tests `>= 3` before `>= 5`, so AT_LIMIT could never be
-        chosen; what it means is checked here: >= 5 AT_LIMIT, then >= 3
-        APPROACHING_LIMIT, else NORMAL.
+        The higher bound is tested first, or AT_LIMIT could never be chosen:
+        >= 5 AT_LIMIT, then >= 3 APPROACHING_LIMIT, else NORMAL
+        (docs/domain/fleet.md#review-loop).
         """
         reviews = Q(
             child_relationships__relationship_type=RelationshipType.SPAWNED_REVIEW
@@ -129,8 +132,9 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         )
 
     def review_loops(self) -> AgentInstanceQuerySet:
-        """Spec 004's "review loop tracking": coding agents not terminated with at
-        least 2 review cycles, the highest iteration first."""
+        """The review-loop tracking (docs/domain/fleet.md#review-loop): coding
+        agents not terminated with at least 2 review cycles, the highest
+        iteration first."""
         return (
             self.filter(type=InstanceType.CODING)
             .exclude(status=InstanceStatus.TERMINATED)
@@ -156,7 +160,7 @@ class AgentInstanceQuerySet(VersionedQuerySet):
 
         A coding instance is refused with ParallelLimitReached when its task,
         or its issue, already has MAX_PARALLEL_CODING coding instances not
-        terminated (spec 001's five parallel children); the repository's row
+        terminated (docs/domain/fleet.md#parallel-limit); the repository's row
         is locked while counting, so two workers cannot both take the fifth
         place.
         """
@@ -270,12 +274,14 @@ class AgentInstanceQuerySet(VersionedQuerySet):
 
 
 class AgentInstance(LoggedStateModel):
-    """One agent at work (spec 004 `instances`): a coding, review or planning agent
-    in its own worktree and branch, identified as work-123-a1, review-123-a1 or
+    """One agent at work (docs/domain/fleet.md#agent-instance): a coding, review
+    or planning agent in its own worktree and branch, identified as work-123-a1,
+    review-123-a1 or
     planning-a1 (unique within a repository; several coding agents on one issue
     are -a1, -a2, ...).
 
-    Status: the five transitions spec 004 can observe, each logged as an event::
+    Status (docs/domain/fleet.md#instance-status), each transition logged as an
+    event::
 
         started ──request_review──▶ waiting_review ──request_review──▶ (again)
         started | waiting_review ──create_pr──▶ pr_created
@@ -364,7 +370,8 @@ class AgentInstance(LoggedStateModel):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            # Spec 004 "Performance Indexes", per repository where ids are.
+            # The console lists instances by type and status, by issue and
+            # newest first; per repository where ids are.
             models.Index(fields=["type", "status"], name="instance_type_status"),
             models.Index(fields=["repository", "issue_number"], name="instance_issue"),
             models.Index(fields=["-created_at", "-id"], name="instance_created"),
@@ -422,7 +429,7 @@ class AgentInstance(LoggedStateModel):
                 }
             )
 
-    # -- transitions (spec 004 "Observable State Transitions") ------------------
+    # -- transitions (docs/domain/fleet.md#instance-status) ---------------------
 
     @transition(
         field=status,

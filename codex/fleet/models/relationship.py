@@ -1,4 +1,5 @@
-"""Instance relationships of spec 004: who spawned, forked or planned whom."""
+"""Instance relationships: who spawned, forked or planned whom
+(docs/domain/fleet.md#review-loop)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from codex.fleet.models.choices import RelationshipType
 
 
 class InstanceRelationship(models.Model):
-    """A link from a parent instance to a child instance (spec 004
-    `instance_relationships`): a coding agent spawning a review
+    """A link from a parent instance to a child instance
+    (docs/domain/fleet.md#review-loop): a coding agent spawning a review
     (`spawned_review`), a coding agent forking a parallel one (`created_fork`),
     a planning agent leading to an issue's agent (`planning_to_issue`).
 
@@ -42,9 +43,9 @@ class InstanceRelationship(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            # Spec 004's idx_relationships_parent/_child are the foreign keys'
-            # own indexes; idx_relationships_review_iteration is the unique
-            # constraint below.
+            # Lookups by parent and by child use the foreign keys' own indexes;
+            # by review iteration, the unique constraint below; this one serves
+            # a child's relationships of one type.
             models.Index(fields=["child", "relationship_type"], name="rel_child_type"),
         ]
         constraints = [

@@ -1,4 +1,4 @@
-"""Agent runs: one session of an agent, spec 000's SessionOutcome."""
+"""Agent runs: one session of an agent (docs/domain/fleet.md#agent-run)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ _OUTCOME_TENTHS = round(1 / OUTCOME_SCORE_THRESHOLD)
 
 
 def new_session_id(slot: int = 1) -> str:
-    """`session_<YYYYMMDD>_<HHMMSS>_<slot>`, the form of spec 000's examples."""
+    """`session_<YYYYMMDD>_<HHMMSS>_<slot>`, the form imported session logs use."""
     return f"{timezone.now():{SESSION_ID_FORMAT}}_{slot}"
 
 
@@ -69,7 +69,7 @@ class AgentRunQuerySet(VersionedQuerySet):
         )
 
     def with_health(self) -> AgentRunQuerySet:
-        """Annotate `health`: spec 000's health status computed in SQL.
+        """Annotate `health` (docs/domain/fleet.md#productivity), computed in SQL.
 
         The thresholds are rewritten in whole numbers so the database and
         Python agree exactly: for tool_count > 0, score < 0.1 is the same as
@@ -109,7 +109,7 @@ class AgentRunQuerySet(VersionedQuerySet):
 
 
 class AgentRun(LoggedStateModel):
-    """One session of an agent (spec 000 SessionOutcome, ProductivityMetrics).
+    """One session of an agent (docs/domain/fleet.md#agent-run, #productivity).
 
     Records when it ran, what it worked on (`issues_worked`) and closed
     (`closed_issues`; `issues_closed` is their count, kept in step on save),
@@ -253,11 +253,11 @@ class AgentRun(LoggedStateModel):
             "closed_issues": [issue_number] if closed else [],
         }
 
-    # -- spec 000's computed fields ------------------------------------------
+    # -- computed fields (docs/domain/fleet.md#productivity) -----------------
 
     @property
     def success(self) -> bool:
-        """Spec 000: "success = true if len(issues_closed) > 0"."""
+        """At least one issue closed (docs/domain/fleet.md#agent-run)."""
         return self.issues_closed > 0
 
     @property

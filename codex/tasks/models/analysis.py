@@ -1,4 +1,5 @@
-"""What the issue-agent pipeline of spec 003 learns about a task.
+"""What the issue-agent pipeline learns about a task
+(docs/domain/tasks.md#issue-pipeline).
 
 Triage and analysis are attached to the task (one each); build results come
 once per verification cycle; questions travel between roles (or to a person);
@@ -36,7 +37,8 @@ class Complexity(models.TextChoices):
 
 
 class Role(models.TextChoices):
-    """Who asks and answers: spec 003's agents, DESIGN.md's phase roles, a person."""
+    """Who asks and answers: the issue pipeline's agents, the phase roles they
+    map to (docs/domain/tasks.md#roles), a person."""
 
     TRIAGE = "triage", "Triage / product manager"
     ANALYST = "analyst", "Analyst / planner"
@@ -48,7 +50,8 @@ class Role(models.TextChoices):
 
 
 class Triage(models.Model):
-    """Spec 003 `triage`: what kind of work this is and whether to proceed.
+    """`triage` (docs/domain/tasks.md#issue-pipeline): what kind of work this is
+    and whether to proceed.
 
     `should_proceed = false` stops the pipeline; `rejection_reason` says why.
     """
@@ -83,7 +86,8 @@ def _validate_list_of_strings(value: Any, name: str) -> None:
 
 
 class Analysis(models.Model):
-    """Spec 003 `analysis`: the analyst's brief for the writer.
+    """`analysis` (docs/domain/tasks.md#issue-pipeline): the analyst's brief for
+    the writer.
 
     `files`: [{path, purpose, action (create|modify|delete)}]; `test_requirement`:
     {required, type, location, description}; `must_do` / `must_not_do`: lists of
@@ -110,8 +114,8 @@ class Analysis(models.Model):
         return f"{self.task_id}: {len(self.files)} file(s)"
 
     def clean(self) -> None:
-        """Check the JSON shapes of spec 003 (the brief and test requirement are
-        required outputs of the analyst)."""
+        """Check the JSON shapes (docs/domain/tasks.md#issue-pipeline); `brief`
+        and the test requirement are required outputs of the analyst."""
         if not isinstance(self.files, list) or not all(
             isinstance(item, dict)
             and isinstance(item.get("path"), str)
@@ -138,7 +142,8 @@ class Analysis(models.Model):
 
 
 class BuildResult(models.Model):
-    """Spec 003 `build`: the commands run in one verification cycle and how they went.
+    """`build` (docs/domain/tasks.md#issue-pipeline): the commands run in one
+    verification cycle and how they went.
 
     `commands_run`: [{command, exit_code, output}] with each output cut to its last
     OUTPUT_EXCERPT_LIMIT characters (the end of a log says why it failed).
@@ -191,7 +196,8 @@ class AgentQuestionQuerySet(models.QuerySet):
 
 
 class AgentQuestion(models.Model):
-    """Spec 003 `communication.questions`: one role asks another (or a person).
+    """`communication.questions` (docs/domain/tasks.md#issue-pipeline): one role
+    asks another (or a person).
 
     The orchestrator routes the question and waits for the answer; a question to
     `human` is answered through an escalation. `answered` is derived from
@@ -263,10 +269,11 @@ class LearningQuerySet(models.QuerySet):
 
 
 class Learning(models.Model):
-    """Spec 003 `learnings.observations`: what an agent noticed about a repository.
+    """`learnings.observations` (docs/domain/tasks.md#issue-pipeline): what an
+    agent noticed about a repository.
 
     Kept per repository so that later tasks start with it (`type` is free text
-    such as "pattern_discovered", as in the spec's example).
+    such as "pattern_discovered").
     """
 
     repository = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""Artifacts: the documents agents leave behind (spec 002 §4, §5)."""
+"""Artifacts: the documents agents leave behind (docs/domain/tasks.md#artifacts)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 from django.db import models
 from django.utils import timezone
 
-# Spec 002 §5.1: which container each document lives in.
+# Which container each document lives in (docs/domain/tasks.md#artifacts).
 CONTAINERS = {
     "spec.md": "agent-spec",
     "plan.md": "agent-spec",
@@ -20,9 +20,10 @@ CONTAINERS = {
 class Artifact(models.Model):
     """One version of a task's document, content-addressed by SHA-256.
 
-    Storing the same content twice returns the existing row (spec 002 §3.5:
-    "same content = same result"); a changed document is a new version, and the
-    latest one by `created_at` is current. `path` is the spec's storage name.
+    Storing the same content twice returns the existing row (the same content
+    gives the same result, docs/domain/concurrency.md#idempotency); a changed
+    document is a new version, and the latest one by `created_at` is current.
+    `path` is its storage name (docs/domain/tasks.md#artifacts).
     """
 
     task = models.ForeignKey(
@@ -53,7 +54,7 @@ class Artifact(models.Model):
 
     @property
     def path(self) -> str:
-        """The spec's storage name: {container}/{task_id}/{name}."""
+        """The storage name: {container}/{task_id}/{name}."""
         return f"{self.container}/{self.task.task_id}/{self.name}"
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The enumerations of spec 002 §2.2."""
+"""The enumerations of the task envelope (docs/domain/tasks.md#task-envelope)."""
 
 from django.db import models
 

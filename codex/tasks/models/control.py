@@ -20,8 +20,9 @@ class ControlRequest(models.Model):
     """A person asked to pause or cancel a task while a worker was in a step.
 
     The worker holds the task's lease for the whole step, so the request is kept
-    here and applied at the next step boundary (issue 4): after the step's result
-    is recorded, or before the next step starts. `outcome` says what happened
+    here and applied at the next step boundary (docs/architecture.md#step-flow):
+    after the step's result is recorded, or before the next step starts.
+    `outcome` says what happened
     (applied, or why not: the task had meanwhile completed, say).
     """
 

@@ -25,7 +25,8 @@ class Decision(models.TextChoices):
 
 
 class AlreadyResolved(Exception):
-    """The escalation was resolved before (spec 002 §3.4: not idempotent)."""
+    """The escalation was resolved before: its answer is used once
+    (docs/domain/tasks.md#escalations)."""
 
     code = "already_resolved"
 
@@ -59,7 +60,7 @@ class EscalationQuerySet(models.QuerySet):
 
 
 class Escalation(models.Model):
-    """A task's request for a human decision (spec 002 §2.1 escalations, 003).
+    """A task's request for a human decision (docs/domain/tasks.md#escalations).
 
     Created when the task's status becomes `escalated`; resolved once by a person
     (answers to the questions, a resolution text and a decision: resume, fail or

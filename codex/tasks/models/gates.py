@@ -1,7 +1,7 @@
 """Gates: points where a task waits for a person (docs/gates.md).
 
 Two kinds. After planning, when plan approval is asked for (by the
-repository's policy or the request), the spec, plan and tasks wait for a
+repository's policy or the request), spec.md, plan.md and tasks.md wait for a
 person to approve them or to ask for changes. At release, when the
 repository's merge gate is `approval`, the pull request waits for a person
 with write access other than the requester to approve it; when it is

@@ -1,4 +1,5 @@
-"""The guards of spec 002 §3.4 as named predicates over a task.
+"""The guards of a task's transitions (docs/domain/tasks.md#task-status,
+#task-phase) as named predicates over a task.
 
 django-fsm calls each with the task; a transition happens only when all of its
 guards are true. Guards that read reports or artifacts query the database.

@@ -1,4 +1,5 @@
-"""The phase transitions of a task (spec 002 §3.3, §3.4), mixed into Task."""
+"""The phase transitions of a task (docs/domain/tasks.md#task-phase), mixed into
+Task."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from codex.tasks.models.choices import Phase, PhaseStatus
 class PhaseTransitions:
     """Task's `phase` transitions; the state diagram is in Task's docstring."""
 
-    # -- phase transitions (spec 002 §3.3, §3.4) ---------------------------------
+    # -- phase transitions (docs/domain/tasks.md#task-phase) -------------------
 
     @transition(
         field="phase",

@@ -35,7 +35,7 @@ ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 
 
 def new_task_id(today: datetime | None = None) -> str:
-    """FEAT-{YYYYMMDD}-{random6}, as spec 002 §2.1 prescribes."""
+    """FEAT-{YYYYMMDD}-{random6} (docs/domain/tasks.md#task-id)."""
     day = (today or timezone.now()).strftime("%Y%m%d")
     suffix = "".join(secrets.choice(TASK_ID_ALPHABET) for _ in range(6))
     return f"FEAT-{day}-{suffix}"
@@ -105,7 +105,7 @@ class TaskQuerySet(VersionedQuerySet):
             plan_approval_required=plan_approval_required,
         )
         # Only the request is validated here: protected state fields refuse
-        # full_clean's re-assignment (see STACK.md).
+        # full_clean's re-assignment (django-fsm's protected FSMField).
         task.clean_fields(
             exclude=[
                 f.name

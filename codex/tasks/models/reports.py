@@ -1,4 +1,5 @@
-"""Verification and review reports, one per cycle (spec 002 §4.4, §4.5)."""
+"""Verification and review reports, one per cycle
+(docs/domain/tasks.md#verification-report, #review-report)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ class Recommendation(models.TextChoices):
 
 
 class VerificationReport(models.Model):
-    """QA's verdict on one cycle (spec 002 §4.4).
+    """QA's verdict on one cycle (docs/domain/tasks.md#verification-report).
 
-    Stored as agent-verification/{task}/report-{n}.yml in the spec's layout.
+    Exported as agent-verification/{task}/report-{n}.yml.
 
     `failures`: [{name, error, file, line}]; `acceptance_criteria`: [{criterion,
     status (passed|failed|blocked), evidence, issue_ref}]; `feedback`: {priority,
@@ -56,9 +57,9 @@ class VerificationReport(models.Model):
 
 
 class ReviewReport(models.Model):
-    """The reviewer's verdict on one cycle (spec 002 §4.5).
+    """The reviewer's verdict on one cycle (docs/domain/tasks.md#review-report).
 
-    Stored as agent-review/{task}/report-{n}.yml in the spec's layout.
+    Exported as agent-review/{task}/report-{n}.yml.
 
     `comments`: [{id, severity (blocking|suggestion), file, line, issue,
     suggestion, category}]; `security`: {vulnerabilities_found, items: [{type,

@@ -1,4 +1,5 @@
-"""The status transitions of a task (spec 002 §3.2, §3.4), mixed into Task."""
+"""The status transitions of a task (docs/domain/tasks.md#task-status), mixed
+into Task."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ CLEANUP_JOB = "codex.tasks.jobs.clean_up_task"
 class StatusTransitions:
     """Task's `status` transitions; the state diagram is in Task's docstring."""
 
-    # -- status transitions (spec 002 §3.2, §3.4) ------------------------------
+    # -- status transitions (docs/domain/tasks.md#task-status) -----------------
 
     @transition(
         field="status",

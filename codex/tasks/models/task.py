@@ -1,4 +1,5 @@
-"""The task envelope of spec 002 §2: identity, request, state, progress, loops."""
+"""The task envelope (docs/domain/tasks.md#task-envelope): identity, request,
+state, progress, loops."""
 
 from __future__ import annotations
 
@@ -70,13 +71,15 @@ def initial_phase_progress() -> dict[str, dict[str, Any]]:
 
 
 class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeasedModel):
-    """The task envelope (spec 002 §2): one feature request's whole life.
+    """The task envelope (docs/domain/tasks.md#task-envelope): one feature
+    request's whole life.
 
     The request (title, description, priority, acceptance criteria) and identity
     never change after creation. `status` and `phase` change only through the
     transitions below, while holding the lease; each is written to the event log.
 
-    Status (spec 002 §3.2, §3.4; every non-terminal state may also be cancelled)::
+    Status (docs/domain/tasks.md#task-status; every non-terminal state may also
+    be cancelled)::
 
         pending ──start──▶ in_progress ──complete──▶ completed
                             │  ▲  ▲  ▲
@@ -94,7 +97,7 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
         awaiting_approval ─lift_cap─▶ in_progress         (spend under the caps)
         fail: awaiting_approval ──▶ failed
 
-    Phase (spec 002 §3.3; all only while in_progress)::
+    Phase (docs/domain/tasks.md#task-phase; all only while in_progress)::
 
         intake ─begin_planning─▶ planning ─begin_implementation─▶ implementation
         (with plan approval, planning waits at a gate: begin_implementation
@@ -172,7 +175,7 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
     ci_passing = models.BooleanField(null=True, blank=True)
     pr_merged = models.BooleanField(default=False)
 
-    # Feedback loops (spec 002 §2.1 feedback_loops).
+    # Feedback loops (docs/domain/tasks.md#feedback-loops).
     verification_cycles = models.PositiveSmallIntegerField(default=0)
     verification_max_cycles = models.PositiveSmallIntegerField(
         default=guards.default_verification_max_cycles
@@ -496,8 +499,9 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
         """A person's answer to the open escalation: recorded once, then the task
         resumes, fails or is cancelled, all in one transaction under the lease.
 
-        Raises AlreadyResolved when someone resolved it first (spec 002 §3.4:
-        the resolution is consumed on the first transition), TransitionNotAllowed
+        Raises AlreadyResolved when someone resolved it first (the resolution is
+        consumed on the first transition, docs/domain/tasks.md#escalations),
+        TransitionNotAllowed
         when the task is no longer escalated; nothing is written then.
         """
         from codex.tasks.models.escalation import Decision

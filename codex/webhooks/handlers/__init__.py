@@ -7,8 +7,8 @@ event's handler, which returns a `Result` (outcome and detail):
   did, and reacting to it would loop.
 - Other bots (sender type "Bot") are ignored for events that carry a person's
   intent: issues, comments (commands), reviews, board moves. One exception:
-  comments carrying spec 001's "🤖 Child" marker, because children run by other
-  tools report as bots (spec 001's example comment is by github-actions[bot]).
+  comments carrying the "🤖 Child" marker (docs/domain/fan-out.md#child-reports),
+  because children run by other tools report as bots (github-actions[bot], say).
 - Events that report facts about GitHub's state are applied whoever caused
   them: check results (CI apps are bots, and Codex's own pushes start them), a
   pull request merged or closed (a merge bot may merge), installations.

@@ -1,5 +1,5 @@
-"""`issue_comment` (issues and pull requests alike): spec 001 child reports and
-`@codex` commands."""
+"""`issue_comment` (issues and pull requests alike): child reports
+(docs/domain/fan-out.md#child-reports) and `@codex` commands."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""manage.py import_github_project: load spec 000's `.github_project.json`."""
+"""manage.py import_github_project: load a `.github_project.json`
+(docs/domain/claims.md#claims-import)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""manage.py import_issue_claims: load spec 000's `.issue_claims.json`."""
+"""manage.py import_issue_claims: load an `.issue_claims.json`
+(docs/domain/claims.md#claims-import)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Import spec 000's session logs (logs/session_*.jsonl) as agent runs."""
+"""Import session logs (logs/session_*.jsonl) as agent runs
+(docs/domain/fleet.md#session-logs)."""
 
 from __future__ import annotations
 
