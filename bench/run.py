@@ -1,7 +1,7 @@
-"""Run the benchmarks of issue 8 and write the report.
+"""Run the benchmarks and write the report.
 
     python -m bench.run          # full, a few minutes: bench/REPORT.md, report.json
-    python -m bench.run --smoke  # CI, seconds: var/bench/REPORT.md, report.json
+    python -m bench.run --smoke  # CI, about two minutes: var/bench/REPORT.md, ...
 
 Each run drops and recreates a throwaway PostgreSQL database (codex_bench;
 CODEX_BENCH_DB / CODEX_BENCH_PG to change it), migrates it, measures, and drops it.
@@ -9,7 +9,10 @@ Figures 3 and 4 (webhook, pipeline) start gunicorn, a Locust load generator and
 live `manage.py qcluster` workers on it, with the model stub on loopback; their
 jobs and schedules are dropped before a cluster starts, so nothing leaves the
 machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks) changes
-the pipeline's plan.
+the pipeline's plan. The intake figure's gunicorn runs bench.settings (Codex's
+settings plus the bare ceiling view of bench/bare.py); every other process runs
+Codex's own settings. The full run's figures are only as good as the machine is
+quiet: run it with nothing else on it (`uptime` below 1.5).
 """
 
 from __future__ import annotations
