@@ -23,6 +23,8 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from codex.core.backoff import backoff_seconds
+
 logger = logging.getLogger(__name__)
 
 # What a lost or refused connection raises (psycopg and sqlite alike). Not
@@ -30,6 +32,8 @@ logger = logging.getLogger(__name__)
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 5
 MESSAGE = "The database is unavailable; try again shortly."
+# `wait_for_database`'s pause doubles from its `interval` up to this.
+POLL_CAP = 5.0
 
 
 def unavailable_body() -> dict:
@@ -137,12 +141,15 @@ def wait_for_database(
 ) -> bool:
     """Poll until the database answers (True) or `timeout` seconds pass (False).
 
-    Every attempt starts from a new connection: the old one may be dead."""
+    Every attempt starts from a new connection: the old one may be dead. The
+    pause between attempts doubles from `interval` up to POLL_CAP seconds."""
     deadline = time.monotonic() + timeout
+    attempt = 0
     while True:
         if database_answers(alias):
             return True
         if time.monotonic() >= deadline:
             return False
-        sleep(min(interval, max(0.0, deadline - time.monotonic())))
-        interval = min(interval * 2, 5.0)
+        pause = backoff_seconds(attempt, base=interval, cap=POLL_CAP, jitter=False)
+        sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        attempt += 1

@@ -17,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 from django_fsm import ConcurrentTransitionMixin, FSMField, FSMModelMixin, transition
 
+from codex.core.backoff import backoff_seconds
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event, EventKind
 
@@ -44,8 +45,14 @@ def max_attempts() -> int:
 
 def backoff(attempts: int) -> timedelta:
     """Wait after the `attempts`-th failure: 1, 2, 4, ... minutes, at most 1 hour."""
-    seconds = BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0)
-    return timedelta(seconds=min(seconds, BACKOFF_CAP_SECONDS))
+    return timedelta(
+        seconds=backoff_seconds(
+            attempts - 1,
+            base=BACKOFF_BASE_SECONDS,
+            cap=BACKOFF_CAP_SECONDS,
+            jitter=False,
+        )
+    )
 
 
 class NotificationQuerySet(models.QuerySet):

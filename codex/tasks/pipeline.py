@@ -9,13 +9,13 @@ inside the caller's transaction while the caller holds the lease.
 
 from __future__ import annotations
 
-import random
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
 from codex.configuration.credentials import configured_credentials, rotate_credential
+from codex.core.backoff import backoff_seconds
 from codex.core.errors import Action, ClassifiedError
 from codex.tasks.models import (
     Artifact,
@@ -84,11 +84,14 @@ def apply_result(task: Task, result: PhaseResult, *, by: str) -> None:
 def retry_delay(attempt: int) -> timedelta:
     """Exponential backoff with jitter, capped: base × 2^attempt, then a random
     share between half and all of it, so that tasks failing together do not
-    come back together (no retry storm)."""
-    base = settings.CODEX_RETRY_BACKOFF_BASE_SECONDS
-    ceiling = settings.CODEX_RETRY_BACKOFF_MAX_SECONDS
-    delay = min(ceiling, base * 2 ** min(attempt, 20))
-    return timedelta(seconds=random.uniform(delay / 2, delay))
+    come back together (no retry storm; docs/domain/tasks.md#retries)."""
+    return timedelta(
+        seconds=backoff_seconds(
+            attempt,
+            base=settings.CODEX_RETRY_BACKOFF_BASE_SECONDS,
+            cap=settings.CODEX_RETRY_BACKOFF_MAX_SECONDS,
+        )
+    )
 
 
 def _count_retry(task: Task) -> None:

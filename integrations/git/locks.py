@@ -35,12 +35,15 @@ from pathlib import Path
 
 from django.conf import settings
 
+from codex.core.backoff import backoff_seconds
 from codex.core.errors import NO_RESPONSE, Action, Source, make_error
 
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = "codex.lock"
-# The longest pause between two tries to take a busy lock (`locked`).
+# The pauses between two tries to take a busy lock (`locked`): the first, and
+# the longest they double up to.
+FIRST_LOCK_POLL = 0.005
 LOCK_POLL_SECONDS = 0.05
 # How long a git at work may take to let go of a lock file.
 LOCK_FILE_PAUSE_SECONDS = 0.2
@@ -87,7 +90,7 @@ def _acquire(handle, repo: Path) -> None:
     stops any more: the step waits and retries rather than hang with it."""
     limit = 2 * settings.CODEX_GIT_TIMEOUT_SECONDS
     deadline = time.monotonic() + limit
-    pause = 0.005
+    attempt = 0
     while True:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -101,8 +104,12 @@ def _acquire(handle, repo: Path) -> None:
                     f"{repo} stayed locked for {limit:g}s: a git started under "
                     "its lock is still running",
                 ).exception() from None
-            time.sleep(pause)
-            pause = min(pause * 2, LOCK_POLL_SECONDS)
+            time.sleep(
+                backoff_seconds(
+                    attempt, base=FIRST_LOCK_POLL, cap=LOCK_POLL_SECONDS, jitter=False
+                )
+            )
+            attempt += 1
 
 
 def wait_out_lock_file(stderr: str) -> int | None:
