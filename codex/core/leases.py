@@ -81,8 +81,9 @@ class LeaseMethods:
         """Take the lease for `holder` for CODEX_LEASE_SECONDS.
 
         A version that moved on is re-read and tried again at once; a lease held by
-        someone else is waited for `backoff_seconds` between `attempts` (spec: 3
-        attempts, 5 s). Raises LeaseUnavailable when it never frees up.
+        someone else is waited for `backoff_seconds` between `attempts` (3
+        attempts, 5 s apart by default: docs/domain/concurrency.md#leases).
+        Raises LeaseUnavailable when it never frees up.
         """
         attempts = attempts or settings.CODEX_LEASE_RETRY_ATTEMPTS
         if backoff_seconds is None:

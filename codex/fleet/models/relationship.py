@@ -18,7 +18,7 @@ class InstanceRelationship(models.Model):
     a planning agent leading to an issue's agent (`planning_to_issue`).
 
     `review_iteration` counts review loops, 1..5, enforced by the database
-    (spec: "CHECK (review_iteration > 0 AND review_iteration <= 5)"); a parent
+    (docs/domain/fleet.md#review-loop: a CHECK of 0 < review_iteration <= 5); a parent
     can hold each review iteration once, so two workers spawning a review at
     the same moment cannot both take the same iteration.
     """
