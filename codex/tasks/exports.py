@@ -47,7 +47,7 @@ VERDICT_003 = {"approve": "APPROVED", "request_changes": "REJECTED"}
 
 
 def _timestamp(value: datetime | str | None) -> str | None:
-    """Spec timestamps: ISO 8601 in UTC with a Z."""
+    """Export timestamps: ISO 8601 in UTC with a Z."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -253,24 +253,49 @@ def report_yaml(report: VerificationReport | ReviewReport) -> str:
 
 
 def issue_state(task: Task) -> dict[str, Any]:
-    """The task as `issue-state.json` (docs/domain/tasks.md#exports)."""
+    """The task as `issue-state.json` (docs/domain/tasks.md#exports): one
+    section per stage of the issue pipeline, each built by its own function."""
     triage = _one_to_one(task, "triage")
     analysis = _one_to_one(task, "analysis")
     build = task.build_results.order_by("-cycle").first()
     review = task.latest_review_report()
     attempt = 1 + task.verification_cycles + task.review_cycles
-    feedback = [
-        *task.feedback_history.get("verification", []),
-        *task.feedback_history.get("review", []),
-    ]
-    previous_feedback = (
-        max(feedback, key=lambda item: item.get("at", "")) if feedback else None
-    )
+    writer = _writer_record(task)
+    return {
+        "version": "1.0",
+        "issue": _issue_section(task, triage),
+        "pipeline": _pipeline_section(task, attempt),
+        "triage": _triage_section(triage),
+        "analysis": _analysis_section(analysis),
+        "writer": _writer_section(task, analysis, writer, attempt),
+        "build": _build_section(build),
+        "review": _review_section(task, review),
+        "commit": _commit_section(task, writer),
+        "communication": _communication_section(task),
+        "learnings": _learnings_section(task),
+    }
+
+
+def _issue_section(task: Task, triage: Any) -> dict[str, Any]:
+    """The issue: number, title, link, the triage's type, body and labels."""
     issue_url = (
         f"{task.repository.url}/issues/{task.issue_number}"
         if task.issue_number
         else None
     )
+    return {
+        "number": task.issue_number,
+        "title": task.title,
+        "url": issue_url,
+        "type": triage.type if triage else None,
+        "original_body": task.description,
+        "labels": _labels(task),
+    }
+
+
+def _pipeline_section(task: Task, attempt: int) -> dict[str, Any]:
+    """Where the pipeline stands: its agent, the attempt and the status, with
+    the reason when blocked or failed."""
     pipeline: dict[str, Any] = {
         "started_at": _timestamp(task.created_at),
         "current_agent": PHASE_TO_003_AGENT[task.phase],
@@ -282,118 +307,146 @@ def issue_state(task: Task) -> dict[str, Any]:
         pipeline["blocked_reason"] = task.blocked_reason
     if task.status in (Status.FAILED, Status.CANCELLED) and task.errors:
         pipeline["failure_reason"] = task.errors[-1].get("message")
+    return pipeline
+
+
+def _triage_section(triage: Any) -> dict[str, Any]:
+    """The triage's verdict; without one the task proceeds."""
+    return {
+        "completed": triage is not None,
+        "scope": triage.scope if triage else None,
+        "complexity": triage.complexity if triage else None,
+        "should_proceed": triage.should_proceed if triage else True,
+        "rejection_reason": (triage.rejection_reason or None) if triage else None,
+    }
+
+
+def _analysis_section(analysis: Any) -> dict[str, Any]:
+    """The analyst's brief for the writer, empty until there is one."""
+    return {
+        "completed": analysis is not None,
+        "files": analysis.files if analysis else [],
+        "patterns": analysis.patterns if analysis else [],
+        "test_requirement": analysis.test_requirement if analysis else {},
+        "must_do": analysis.must_do if analysis else [],
+        "must_not_do": analysis.must_not_do if analysis else [],
+        "brief": analysis.brief if analysis else None,
+    }
+
+
+def _writer_section(
+    task: Task, analysis: Any, writer: dict[str, Any], attempt: int
+) -> dict[str, Any]:
+    """The writer's work: done once the task is past implementation, its
+    changes and tests, and the newest feedback it was given."""
     past_writer = task.phase in (Phase.VERIFICATION, Phase.REVIEW, Phase.RELEASE)
-    writer = _writer_record(task)
-    labels = _labels(task)
+    feedback = [
+        *task.feedback_history.get("verification", []),
+        *task.feedback_history.get("review", []),
+    ]
+    previous_feedback = (
+        max(feedback, key=lambda item: item.get("at", "")) if feedback else None
+    )
+    return {
+        "completed": past_writer or task.status == Status.COMPLETED,
+        "attempt": attempt,
+        "changes": writer.get("changes") or [],
+        "test_written": bool(writer.get("test_files"))
+        or bool(analysis and analysis.test_requirement.get("required")),
+        "test_file": (writer.get("test_files") or [None])[0]
+        or (analysis.test_requirement.get("location") if analysis else None),
+        "summary": writer.get("summary"),
+        "previous_feedback": previous_feedback["feedback"]
+        if previous_feedback
+        else None,
+    }
+
+
+def _build_section(build: Any) -> dict[str, Any]:
+    """The newest verification cycle's build: what ran and what passed."""
+    return {
+        "completed": build is not None,
+        "tests_passed": build.tests_passed if build else False,
+        "lint_passed": build.lint_passed if build else False,
+        "type_check_passed": build.type_check_passed if build else False,
+        "errors": build.errors if build else [],
+        "commands_run": build.commands_run if build else [],
+    }
+
+
+def _review_section(task: Task, review: ReviewReport | None) -> dict[str, Any]:
+    """The newest review: its verdict (NEEDS_INFO while the reviewer's question
+    is open), findings and the message for the writer."""
     verdict = VERDICT_003.get(review.assessment) if review else None
     if _needs_info(task):
         verdict = "NEEDS_INFO"
     return {
-        "version": "1.0",
-        "issue": {
-            "number": task.issue_number,
-            "title": task.title,
-            "url": issue_url,
-            "type": triage.type if triage else None,
-            "original_body": task.description,
-            "labels": labels,
-        },
-        "pipeline": pipeline,
-        "triage": {
-            "completed": triage is not None,
-            "scope": triage.scope if triage else None,
-            "complexity": triage.complexity if triage else None,
-            "should_proceed": triage.should_proceed if triage else True,
-            "rejection_reason": (triage.rejection_reason or None) if triage else None,
-        },
-        "analysis": {
-            "completed": analysis is not None,
-            "files": analysis.files if analysis else [],
-            "patterns": analysis.patterns if analysis else [],
-            "test_requirement": analysis.test_requirement if analysis else {},
-            "must_do": analysis.must_do if analysis else [],
-            "must_not_do": analysis.must_not_do if analysis else [],
-            "brief": analysis.brief if analysis else None,
-        },
-        "writer": {
-            "completed": past_writer or task.status == Status.COMPLETED,
-            "attempt": attempt,
-            "changes": writer.get("changes") or [],
-            "test_written": bool(writer.get("test_files"))
-            or bool(analysis and analysis.test_requirement.get("required")),
-            "test_file": (writer.get("test_files") or [None])[0]
-            or (analysis.test_requirement.get("location") if analysis else None),
-            "summary": writer.get("summary"),
-            "previous_feedback": previous_feedback["feedback"]
-            if previous_feedback
-            else None,
-        },
-        "build": {
-            "completed": build is not None,
-            "tests_passed": build.tests_passed if build else False,
-            "lint_passed": build.lint_passed if build else False,
-            "type_check_passed": build.type_check_passed if build else False,
-            "errors": build.errors if build else [],
-            "commands_run": build.commands_run if build else [],
-        },
-        "review": {
-            "completed": review is not None,
-            "verdict": verdict,
-            "findings": {
-                "good": list((review.feedback or {}).get("good") or [])
-                if review
-                else [],
-                "issues": [
-                    {
-                        "file": comment.get("file"),
-                        "line": comment.get("line"),
-                        "issue": comment.get("issue"),
-                        "severity": comment.get("severity"),
-                    }
-                    for comment in (review.comments if review else [])
-                ],
-            },
-            "feedback_for_writer": (review.feedback.get("message") if review else None),
-        },
-        "commit": {
-            "completed": task.status == Status.COMPLETED,
-            "hash": task.commits[-1] if task.commits else None,
-            "message": writer.get("commit_message"),
-            "branch": task.branch or None,
-            "pushed": bool(task.commits),
-            "pr_created": bool(task.pr_url),
-            "pr_url": task.pr_url or None,
-            "issue_closed": task.status == Status.COMPLETED and bool(task.issue_number),
-        },
-        "communication": {
-            "questions": [
+        "completed": review is not None,
+        "verdict": verdict,
+        "findings": {
+            "good": list((review.feedback or {}).get("good") or []) if review else [],
+            "issues": [
                 {
-                    "from": question.from_role,
-                    "to": question.to_role,
-                    "question": question.question,
-                    "answered": question.answered,
-                    "answer": question.answer or None,
+                    "file": comment.get("file"),
+                    "line": comment.get("line"),
+                    "issue": comment.get("issue"),
+                    "severity": comment.get("severity"),
                 }
-                for question in task.questions.all()
-            ],
-            "escalations": [
-                {
-                    "agent": PHASE_TO_003_AGENT.get(escalation.phase, "orchestrator"),
-                    "reason": escalation.detail or escalation.get_reason_display(),
-                    "requires_human": True,
-                    "resolved": escalation.resolved_at is not None,
-                }
-                for escalation in task.escalations.order_by("created_at", "id")
+                for comment in (review.comments if review else [])
             ],
         },
-        "learnings": {
-            "session_id": task.task_id,
-            "observations": [
-                {"agent": item.agent, "type": item.type, "content": item.content}
-                for item in task.learnings.order_by("created_at", "id")
-            ],
-            "outcome": task.status if task.is_terminal else None,
-        },
+        "feedback_for_writer": (review.feedback.get("message") if review else None),
+    }
+
+
+def _commit_section(task: Task, writer: dict[str, Any]) -> dict[str, Any]:
+    """The commit and its pull request, and whether the issue was closed."""
+    return {
+        "completed": task.status == Status.COMPLETED,
+        "hash": task.commits[-1] if task.commits else None,
+        "message": writer.get("commit_message"),
+        "branch": task.branch or None,
+        "pushed": bool(task.commits),
+        "pr_created": bool(task.pr_url),
+        "pr_url": task.pr_url or None,
+        "issue_closed": task.status == Status.COMPLETED and bool(task.issue_number),
+    }
+
+
+def _communication_section(task: Task) -> dict[str, Any]:
+    """The questions between roles and the escalations to a person."""
+    return {
+        "questions": [
+            {
+                "from": question.from_role,
+                "to": question.to_role,
+                "question": question.question,
+                "answered": question.answered,
+                "answer": question.answer or None,
+            }
+            for question in task.questions.all()
+        ],
+        "escalations": [
+            {
+                "agent": PHASE_TO_003_AGENT.get(escalation.phase, "orchestrator"),
+                "reason": escalation.detail or escalation.get_reason_display(),
+                "requires_human": True,
+                "resolved": escalation.resolved_at is not None,
+            }
+            for escalation in task.escalations.order_by("created_at", "id")
+        ],
+    }
+
+
+def _learnings_section(task: Task) -> dict[str, Any]:
+    """What the agents noticed, and how the task ended once it has."""
+    return {
+        "session_id": task.task_id,
+        "observations": [
+            {"agent": item.agent, "type": item.type, "content": item.content}
+            for item in task.learnings.order_by("created_at", "id")
+        ],
+        "outcome": task.status if task.is_terminal else None,
     }
 
 
