@@ -156,7 +156,7 @@ class Dashboard:
 
 def build(today: date | None = None) -> Dashboard:
     """Everything the dashboard shows: four queries, each served by an index
-    (tasks migration 0006; EXPLAIN notes in bench/lists.py), and the agent-run
+    (Task.Meta.indexes; EXPLAIN notes in bench/lists.py), and the agent-run
     totals, a fifth query at most once a minute."""
     today = today or timezone.localdate()
     board = Dashboard()

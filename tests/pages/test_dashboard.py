@@ -213,8 +213,9 @@ def test_run_totals_are_a_snapshot_at_most_a_minute_old(member_client, data):
 
 
 def test_the_indexes_behind_the_aggregates_exist():
-    """tasks migration 0006 creates them outside Task.Meta; losing one turns an
-    index-only scan back into a scan of the whole task table."""
+    """Task.Meta declares them (tasks migration 0011 took them into the model
+    state); losing one turns an index-only scan back into a scan of the whole
+    task table."""
     with connection.cursor() as cursor:
         names = set(connection.introspection.get_constraints(cursor, "tasks_task"))
     assert {"task_dashboard", "task_completed_finished", "task_merged"} <= names

@@ -216,6 +216,28 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
             models.Index(fields=["repository", "status"], name="task_repo_status"),
             models.Index(fields=["priority", "status"], name="task_priority_status"),
             models.Index(fields=["status", "phase_entered_at"], name="task_stuck"),
+            # The dashboard's aggregates (codex.tasks.dashboard): every column
+            # the status/phase/merge/cycles counts read, so an index-only scan;
+            # completions in the throughput window; the merged pull requests
+            # the runs' cost per merge divides by.
+            models.Index(
+                fields=[
+                    "status",
+                    "phase",
+                    "pr_merged",
+                    "verification_cycles",
+                    "review_cycles",
+                ],
+                name="task_dashboard",
+            ),
+            models.Index(
+                fields=["finished_at"],
+                condition=models.Q(status="completed"),
+                name="task_completed_finished",
+            ),
+            models.Index(
+                fields=["id"], condition=models.Q(pr_merged=True), name="task_merged"
+            ),
         ]
         constraints = [
             models.CheckConstraint(
