@@ -126,15 +126,22 @@ def human_input(author: str, at: str, text: str) -> str:
     return f'<human_input from="{safe_author}" at="{at}">\n{cleaned}\n</human_input>'
 
 
-def steering_prompt(task: Task, role_name: str) -> str:
+def steering_prompt(task: Task, role_name: str, given: set[int] | None = None) -> str:
     """The task's undelivered messages, oldest first, as the start of the
     prompt ("" when there are none). They are marked delivered to this phase
     with the step's save: a step that dies before saving hands them over again.
+    `given`: the ids already handed to this run (left out; the new ones added).
     """
-    messages = list(task.steering_messages.undelivered())
+    given = set() if given is None else given
+    messages = [
+        message
+        for message in task.steering_messages.undelivered()
+        if message.pk not in given
+    ]
     if not messages:
         return ""
     ids = [message.pk for message in messages]
+    given.update(ids)
     phase = task.phase
 
     def delivered() -> None:
@@ -154,6 +161,12 @@ def steering_prompt(task: Task, role_name: str) -> str:
         for m in messages
     )
     return f"{HUMAN_INPUT_NOTICE}\n\n{fenced}"
+
+
+def steering_between_turns(task: Task, role_name: str, given: set[int]) -> str:
+    """Messages people sent while the run works, for its next turn ("" when
+    none came); like the opening ones, delivered with the step's save."""
+    return steering_prompt(task, role_name, given)
 
 
 # -- plan feedback --------------------------------------------------------------

@@ -253,7 +253,8 @@ class AgentPhaseRunner:
             instructions=f"{extra}\n\n{instructions}".strip(),
         )
         # People's messages come first, fenced as human input (docs/gates.md).
-        steering = people.steering_prompt(task, role.name)
+        given: set[int] = set()
+        steering = people.steering_prompt(task, role.name, given)
         if steering:
             prompt = f"{steering}\n\n{prompt}"
         learnings = [
@@ -277,6 +278,8 @@ class AgentPhaseRunner:
             on_tool=lambda record: self._record_tool(task, role, record),
             thinking=thinking_for(role.name),
             effort=effort_for(role.name),
+            # A person's message sent meanwhile reaches the very next turn.
+            interjection=lambda: people.steering_between_turns(task, role.name, given),
         )
         context.charge(outcome.metrics)  # answers to questions between roles
         if not writes:

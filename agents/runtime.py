@@ -197,10 +197,12 @@ class _Run:
         sleep: Callable[[float], None] = time.sleep,
         thinking: Mapping[str, Any] | None = None,
         effort: str | None = None,
+        interjection: Callable[[], str] | None = None,
     ) -> None:
         self.client = client
         self.thinking = dict(thinking) if thinking else None
         self.effort = effort
+        self.interjection = interjection
         self.sleep = sleep
         self.model_retries = 0  # in-place retries so far, this run
         self.failures_in_a_row = 0
@@ -454,6 +456,10 @@ class _Run:
                 results.append(result)
                 if accepted is not None and submitted is None:
                     submitted = accepted
+            if submitted is None and self.interjection is not None:
+                extra = self.interjection()
+                if extra:
+                    results.append({"type": "text", "text": extra})
             self.add_user(results)
             if submitted is not None:
                 return self.outcome(Kind.SUBMITTED, result=submitted)
@@ -498,6 +504,7 @@ def run_agent(
     sleep: Callable[[float], None] = time.sleep,
     thinking: Mapping[str, Any] | None = None,
     effort: str | None = None,
+    interjection: Callable[[], str] | None = None,
 ) -> RunOutcome:
     """Run one agent session to its submitted result or its stop reason.
 
@@ -507,8 +514,9 @@ def run_agent(
     called with each call's record (log it as a tool event); `sleep` waits
     before a transient model error is retried in place; `thinking` and
     `effort` are the role's thinking configuration (None: the model's
-    default). Never raises for model or tool failures: the outcome says what
-    happened.
+    default); `interjection` gives text to add to the next turn (people's
+    messages sent while the run works), "" for none. Never raises for model
+    or tool failures: the outcome says what happened.
     """
     run = _Run(
         client,
@@ -523,5 +531,6 @@ def run_agent(
         sleep=sleep,
         thinking=thinking,
         effort=effort,
+        interjection=interjection,
     )
     return run.run()

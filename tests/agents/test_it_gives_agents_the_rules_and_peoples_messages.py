@@ -128,3 +128,63 @@ def test_the_planner_gets_the_persons_changes():
     task.refresh_from_db()
     feedback = people.plan_feedback(task)
     assert "Drop task 3." in feedback and "user:al" in feedback
+
+
+def test_a_message_sent_while_the_run_works_reaches_its_next_turn(
+    client, stub, tmp_path
+):
+    """People steer a run that is already going: the message sent between two
+    turns is in the very next request, fenced, and only once."""
+    from agents.budgets import Budget
+    from agents.runtime import run_agent
+    from agents.sandbox import Sandbox
+    from tests.model_stub import message, submit, tool_use
+
+    task = put_in_state(make_task(), Status.IN_PROGRESS, "implementation")
+    send_message(
+        task, "Before the run: keep the API.", author="user:ann", source="page"
+    )
+    given: set[int] = set()
+    opening = people.steering_prompt(task, "developer", given)
+    assert "keep the API" in opening
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    stub.add(
+        message(tool_use("list_files", {})),
+        message(tool_use("list_files", {})),
+        submit({"summary": "done"}),
+    )
+    sent_during_run = []
+
+    def interjection() -> str:
+        if not sent_during_run:
+            sent_during_run.append(
+                send_message(
+                    task, "Mid-run: use the cache.", author="user:bo", source="page"
+                )
+            )
+        return people.steering_between_turns(task, "developer", given)
+
+    outcome = run_agent(
+        client,
+        system="You are a test agent.",
+        prompt=opening,
+        result_schema={
+            "type": "object",
+            "properties": {"summary": {"type": "string"}},
+            "required": ["summary"],
+        },
+        tools=Sandbox(worktree, allowed_commands=[]).tools(),
+        budget=Budget(),
+        model="claude-sonnet-4-6",
+        interjection=interjection,
+    )
+    assert outcome.ok, outcome
+    bodies = [str(body["messages"][-1]) for body in stub.bodies]
+    assert "Mid-run: use the cache." not in bodies[0]
+    assert "Mid-run: use the cache." in bodies[1]  # the turn right after
+    assert "human_input" in bodies[1]
+    assert "Mid-run: use the cache." not in bodies[2]  # once
+    assert "keep the API" not in bodies[1]  # the opening one is not repeated
+    task.save()
+    assert task.steering_messages.undelivered().count() == 0
