@@ -1,4 +1,4 @@
-"""Questions between roles (spec 003 "Inter-Agent Communication"): "the
+"""Questions between roles (docs/domain/tasks.md#issue-pipeline): "the
 orchestrator will route the question and wait for an answer before continuing".
 
 The answer comes from the target role's agent, in one short model call through
@@ -37,7 +37,7 @@ DOCUMENT_NAMES = (
     "research.md",
     "release-notes.md",
 )
-# The phase each spec 003 role works in (agents.domain_tools.PHASE_ROLES).
+# The phase each issue-pipeline role works in (agents.domain_tools.PHASE_ROLES).
 ROLE_PHASES = {
     Role.TRIAGE: "intake",
     Role.ANALYST: "planning",

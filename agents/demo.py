@@ -89,7 +89,7 @@ PHASES = ("intake", "planning", "implementation", "verification", "review", "rel
 
 @dataclass(frozen=True)
 class ScriptedChange:
-    """What one scripted conversation asks for and does: the spec the product
+    """What one scripted conversation asks for and does: spec.md the product
     manager writes, the plan, the files the developer writes (path: content),
     the acceptance criteria QA judges (criterion, evidence) and the release
     notes. The demo has one; tests/live_pipeline.py makes one per task."""
@@ -131,7 +131,7 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
     from agents.scripted_model import message, submit, tool_use
 
     return {
-        # intake (product manager): look at the code, then write the spec
+        # intake (product manager): look at the code, then write spec.md
         "intake": [
             message("Looking at the code first.", tool_use("list_files", {})),
             submit(

@@ -131,7 +131,7 @@ def _first_user_text(body: dict[str, Any]) -> str:
 
 
 def parent_conversation() -> dict[str, list]:
-    """The parent's two phases: the spec, then the plan with its split."""
+    """The parent's two phases: spec.md, then the plan with its split."""
     from agents.scripted_model import submit
 
     replies = conversation(_change("calc", {}, "sub and mul work"))
@@ -157,7 +157,8 @@ def parent_conversation() -> dict[str, list]:
 
 
 def analyst_reply(body: dict[str, Any]):
-    """Spec 001's "Claude Analysis Response": merge every reported PR."""
+    """The model's completion analysis (docs/domain/fan-out.md#merge-decision):
+    merge every reported PR."""
     from agents.scripted_model import message
 
     prs = sorted({int(n) for n in re.findall(r"PR #([0-9]+)", json.dumps(body))})

@@ -1,8 +1,9 @@
 """The pipeline's own tools, next to the sandbox's: what an agent tells Codex
-rather than does in the worktree (issue 6, specs 003 and 004).
+rather than does in the worktree (docs/domain/tasks.md#issue-pipeline,
+docs/domain/fleet.md#agent-instance).
 
 - `record_learning(type, content)`: a Learning for the task's repository,
-  written under the role's spec 003 name (triage, analyst, writer, build,
+  written under the role's issue-pipeline name (triage, analyst, writer, build,
   reviewer, committer); later tasks on the repository see it in their system
   prompt (see agents.phase_runner).
 - `ask_question(to, question)`: an AgentQuestion from this role to another
@@ -15,7 +16,8 @@ rather than does in the worktree (issue 6, specs 003 and 004).
   and logged as an event. At most MAX_ANSWERS_PER_RUN are answered per run;
   without a model client (direct calls) the question is only recorded.
 - `request_review`, `create_pr` (the developer), `send_feedback` (QA and the
-  reviewer): spec 004's status-updating tools. They act on the run's agent
+  reviewer): the status-updating tools (docs/domain/fleet.md#instance-status).
+  They act on the run's agent
   instance (the one the task's running AgentRun is linked to, see
   agents.instances; else the newest not terminated, on the run's branch when
   there is one) and log a tool event on it with `status_updating=True` and the
@@ -48,7 +50,7 @@ from codex.tasks.models import AgentQuestion, Learning, Role
 if TYPE_CHECKING:
     from agents.roles.base import RoleContext
 
-# Spec 002's phases and the spec 003 agents that work in them.
+# The phases and the issue-pipeline agents that work in them.
 PHASE_ROLES = {
     "intake": Role.TRIAGE,
     "planning": Role.ANALYST,
@@ -58,7 +60,7 @@ PHASE_ROLES = {
     "release": Role.COMMITTER,
 }
 # The names the prompts use for the roles (and human), one set for every
-# tool: the records keep the spec's role values (PHASE_ROLES).
+# tool: the records keep the issue pipeline's role values (PHASE_ROLES).
 TEAM_NAMES = {
     Role.TRIAGE: "product_manager",
     Role.ANALYST: "planner",
@@ -100,7 +102,7 @@ STATUS_TOOLS = {
 
 
 def role_of(phase: str) -> str:
-    """The spec 003 role working in `phase`."""
+    """The issue-pipeline role working in `phase`."""
     try:
         return PHASE_ROLES[phase]
     except KeyError:
@@ -248,7 +250,7 @@ class DomainTools:
         )
         return f"The {team_name(to)} answers:\n{answer.text}"
 
-    # -- spec 004's status-updating tools -----------------------------------
+    # -- the status-updating tools ----------------------------------------
 
     def instance(self) -> AgentInstance | None:
         """The task's agent instance for this run: the one the task's running
@@ -340,7 +342,7 @@ class DomainTools:
     # -- as model tools -----------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        """record_learning and ask_question for every role; spec 004's status
+        """record_learning and ask_question for every role; the status
         tools for the roles in STATUS_TOOLS."""
         status_tools = STATUS_TOOLS.get(self.role, ())
         return [

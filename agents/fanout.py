@@ -1,14 +1,15 @@
-"""Claude's completion analysis of a fan-out (spec 001 §3: "Send to Claude →
-Receive Analysis"; DESIGN: "Claude decides, a rule-based decision is the
-fallback, and the result is validated").
+"""Claude's completion analysis of a fan-out: the model decides, a rule-based
+decision is the fallback, and the result is validated
+(docs/domain/fan-out.md#merge-decision).
 
 `claude_analyst(fan_out)` is the default analyst FanOut.analyse uses
-(CODEX_CHILDREN_ANALYST names it): one Messages API call with spec 001's
+(CODEX_CHILDREN_ANALYST names it): one Messages API call with the fan-out's
 "Claude Analysis Request" (the parent issue, each child's id and comment,
 fenced as untrusted: children's comments are text anyone could have written),
 asking for the "Claude Analysis Response" as JSON. What comes back becomes a
 candidate Decision (codex.children.decision.candidate_from_model_response);
-FanOut.analyse validates it against spec 001's rules and falls back to the
+FanOut.analyse validates it against the analysis rules
+(docs/domain/fan-out.md#analysis-validation) and falls back to the
 rules, recording why, when the call fails, the answer is not the JSON asked
 for, or it breaks a rule. Without ANTHROPIC_API_KEY the factory raises
 ModelNotConfigured and the rules decide ("not configured" is the reason).
@@ -59,7 +60,7 @@ _FENCED_JSON = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 def analysis_request(
     issue_number: int | None, reports: Sequence[ChildReport]
 ) -> dict[str, Any]:
-    """Spec 001's "Claude Analysis Request"."""
+    """The completion-analysis request (docs/domain/fan-out.md#merge-decision)."""
     return {
         "issue_number": issue_number,
         "child_statuses": [

@@ -1,4 +1,5 @@
-"""The agent instance (spec 004) every phase run works through.
+"""The agent instance every phase run works through
+(docs/domain/fleet.md#agent-instance).
 
 Each phase's role runs as an AgentInstance of the task; the phase runner calls
 `begin_phase_instance` before the agent starts and `end_phase_instance` with
@@ -17,7 +18,7 @@ the step's PhaseResult. Which instance, and how it relates to the others:
 
 An instance not terminated is reused by the next run of its task and role (a
 retry, the developer's next cycle after feedback); a run is linked to it
-(`AgentRun.instance`) and stamps its process. Through spec 004's state
+(`AgentRun.instance`) and stamps its process. Through the instance's state
 machine:
 
 - the review phase spawns its reviewer with `spawn_review`: the coding
@@ -26,7 +27,7 @@ machine:
   instance cannot take another review, the reviewer still runs, as a child
   without the relationship, and the event says why);
 - an approving review moves the coding instance to pr_created with the task's
-  pull request (spec 004 creates the pull request after the review; Codex
+  pull request (the instance model creates it after the review; Codex
   opens it as a draft earlier, and counts it "created" when it is ready), and
   the release's merge moves it to pr_merged;
 - the agents' own status tools (request_review, create_pr, send_feedback in
@@ -283,7 +284,8 @@ def _approved(result: PhaseResult) -> bool:
 
 
 def _pr_created(coding: AgentInstance | None, task: Task) -> None:
-    """The reviewed pull request counts as created (spec 004 PR_CREATED)."""
+    """The reviewed pull request counts as created (PR_CREATED,
+    docs/domain/fleet.md#instance-status)."""
     if coding is None or coding.status not in (
         InstanceStatus.STARTED,
         InstanceStatus.WAITING_REVIEW,

@@ -148,7 +148,8 @@ class AgentPhaseRunner:
             client = model_client(role=role.name)
         except ModelNotConfigured:
             return PhaseResult.blocked(NO_KEY_REASON)
-        # The run works through the role's agent instance (spec 004); a step that
+        # The run works through the role's agent instance
+        # (docs/domain/fleet.md#agent-instance); a step that
         # raises leaves it for the retry (advance_task blocks the task).
         try:
             instance = begin_phase_instance(

@@ -67,7 +67,8 @@ class Kind:
 
 @dataclass
 class RunMetrics:
-    """Spec 000's session counts and the run's usage; `as_dict()` gives the
+    """The session counts (docs/domain/fleet.md#agent-run) and the run's
+    usage; `as_dict()` gives the
     PhaseResult.metrics keys (AgentRun field names)."""
 
     tool_count: int = 0

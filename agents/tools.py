@@ -3,7 +3,7 @@ handler) and what one call of it gives back.
 
 Each call returns a `ToolOutcome`: the text for the model, whether it is an
 error, and a `ToolRecord` (tool, success, error, metadata, files changed) the
-caller logs as a tool event (spec 004).
+caller logs as a tool event (docs/domain/fleet.md#tool-events).
 
 The worktree's tools (files and commands, confined to the worktree) are in
 agents.sandbox; the pipeline's own tools in agents.domain_tools.
@@ -30,7 +30,8 @@ class ToolError(Exception):
 
 @dataclass
 class ToolRecord:
-    """One tool call, as the caller logs it (spec 004's tool event)."""
+    """One tool call, as the caller logs it (a tool event:
+    docs/domain/fleet.md#tool-events)."""
 
     tool: str
     success: bool

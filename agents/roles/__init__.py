@@ -1,6 +1,7 @@
-"""One module per role of spec 002's phases: its system prompt, the JSON
-schema of its submit_result, and the function turning a submitted result into
-the PhaseResult the pipeline applies. `ROLES` maps a task phase to its role."""
+"""One module per role of the task's phases (docs/domain/tasks.md#task-phase):
+its system prompt, the JSON schema of its submit_result, and the function
+turning a submitted result into the PhaseResult the pipeline applies. `ROLES`
+maps a task phase to its role."""
 
 from __future__ import annotations
 

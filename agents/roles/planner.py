@@ -1,4 +1,4 @@
-"""Planner (planning): plan.md, tasks.md (spec 002 §4.2, §4.3) and the
+"""Planner (planning): plan.md, tasks.md (docs/domain/tasks.md#artifacts) and the
 analysis the developer works from."""
 
 from __future__ import annotations

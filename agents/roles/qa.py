@@ -1,7 +1,8 @@
 """QA (verification): the repository's test, lint and type-check commands are
 run for real before the agent starts (`run_checks`); the agent judges each
 acceptance criterion with evidence; this module writes the verification
-report (spec 002 §4.4), in which the real runs overrule whatever the agent
+report (docs/domain/tasks.md#verification-report), in which the real runs
+overrule whatever the agent
 claimed.
 
 The commands come from the repository (`Repository.test_command`,

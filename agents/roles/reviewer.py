@@ -1,5 +1,6 @@
-"""Reviewer (review): reads the diff and writes the review report (spec 002
-§4.5) with blocking and suggestion comments and security findings.
+"""Reviewer (review): reads the diff and writes the review report
+(docs/domain/tasks.md#review-report) with blocking and suggestion comments
+and security findings.
 
 The phase runner may also post the comments on the pull request
 (CODEX_REVIEW_POST_COMMENTS, default on): `review_body` renders them as one

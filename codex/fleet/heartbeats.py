@@ -6,8 +6,10 @@ out of memory, machine lost) stops beating; after CODEX_HEARTBEAT_STALE_SECONDS
 this scheduled job
 
 - fails its running AgentRun and re-queues the run's task, whose own 60-second
-  lease (spec 002 §3.5) has long expired, so the next worker can take it over;
-- terminates its AgentInstance (spec 004: "any but terminated ──terminate──▶"),
+  lease (docs/domain/concurrency.md#leases) has long expired, so the next worker can
+  take it over;
+- terminates its AgentInstance (any status but terminated may terminate:
+  docs/domain/fleet.md#instance-status),
   unless the instance belongs to a task still active (see parked_instances_q);
 - removes worktree folders under CODEX_WORKTREE_ROOT that no live instance owns.
 

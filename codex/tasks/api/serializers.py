@@ -28,7 +28,8 @@ from codex.tasks.models.task import TITLE_MAX_LENGTH
 
 
 class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
-    """The request fields of spec 002 §2.1, plus the repository's URL."""
+    """The request fields of the task envelope (docs/domain/tasks.md#task-envelope),
+    plus the repository's URL."""
 
     repository = serializers.CharField(max_length=300)
     title = serializers.CharField(max_length=TITLE_MAX_LENGTH)

@@ -222,7 +222,8 @@ class TaskControl(ApiMixin, APIView):
 
 
 class TaskEnvelope(ApiMixin, APIView):
-    """GET /api/tasks/{task_id}/envelope/: spec 002's task-envelope.yml."""
+    """GET /api/tasks/{task_id}/envelope/: the task envelope as YAML
+    (docs/domain/tasks.md#exports)."""
 
     permission_classes = [TaskPermission]
 
@@ -240,7 +241,8 @@ class TaskEnvelope(ApiMixin, APIView):
 
 
 class TaskIssueState(ApiMixin, APIView):
-    """GET /api/tasks/{task_id}/issue-state/: spec 003's issue-state.json."""
+    """GET /api/tasks/{task_id}/issue-state/: the issue state as JSON
+    (docs/domain/tasks.md#exports)."""
 
     permission_classes = [TaskPermission]
 
