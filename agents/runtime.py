@@ -40,6 +40,7 @@ from agents.budgets import Budget
 from agents.conversation import compact, history_chars, validate, with_cache_breakpoints
 from agents.prompts import untrusted
 from agents.tools import Tool, ToolOutcome, ToolRecord, cap_text
+from codex.core.backoff import backoff_seconds
 from codex.core.errors import Action, ClassifiedError, ClassifiedFailure
 from integrations.anthropic.client import Response, Usage
 
@@ -325,11 +326,11 @@ class _Run:
         if error.retry_after:
             # Never earlier than the server asked; a little later, spread.
             return random.uniform(error.retry_after, error.retry_after * 1.2)
-        backoff = min(
-            budget.model_retry_max_wait,
-            budget.model_retry_base_wait * 2 ** (self.failures_in_a_row - 1),
+        return backoff_seconds(
+            self.failures_in_a_row - 1,
+            base=budget.model_retry_base_wait,
+            cap=budget.model_retry_max_wait,
         )
-        return random.uniform(backoff / 2, backoff)
 
     # -- tools
 
