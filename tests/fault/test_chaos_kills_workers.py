@@ -72,7 +72,7 @@ WORKERS = 2  # per cluster
 SEED = int(os.environ.get("CHAOS_SEED", "20261122"))
 # Seconds between kills, drawn uniformly: short enough that all of them land
 # while the tasks still run.
-KILL_EVERY = (1.5, 4.0)
+KILL_EVERY = (0.75, 2.25) if LONG else (1.5, 4.0)
 # The run with kills settles within this many times the baseline's time.
 SETTLE_RATIO = 1.5
 SETTLE_SECONDS = 600
