@@ -18,8 +18,10 @@ These are functions of the messages alone, kept out of the loop
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from agents.tools import finite, schema_validator
 
 CACHE = {"type": "ephemeral"}
 # Block types that may carry cache_control (thinking blocks may not).
@@ -30,68 +32,25 @@ _CACHEABLE = frozenset(
 
 # -- result validation ------------------------------------------------------
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
-
 
 def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
-    """Errors of `value` against the subset of JSON Schema the roles use:
-    type (or a list of types), required, properties, additionalProperties
-    false, items, enum, minItems, minLength, minimum, maximum."""
-    errors: list[str] = []
-    wanted = schema.get("type")
-    if wanted is not None:
-        names = [wanted] if isinstance(wanted, str) else list(wanted)
-        ok = any(
-            isinstance(value, _TYPES[name])
-            # bool is an int in Python, never in JSON
-            and not (isinstance(value, bool) and name in ("integer", "number"))
-            for name in names
-        )
-        if not ok:
-            return [f"{path}: expected {' or '.join(names)}, got {_json_type(value)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: must be one of {schema['enum']}")
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{path}: missing required key {key!r}")
-        for key, item in value.items():
-            if key in properties:
-                errors.extend(validate(item, properties[key], f"{path}.{key}"))
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{path}: unexpected key {key!r}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            errors.append(f"{path}: needs at least {schema['minItems']} items")
-        if "items" in schema:
-            for index, item in enumerate(value):
-                errors.extend(validate(item, schema["items"], f"{path}[{index}]"))
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        errors.append(f"{path}: needs at least {schema['minLength']} characters")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: must be at least {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: must be at most {schema['maximum']}")
-    return errors
+    """Errors of `value` against JSON Schema `schema`, checked by the
+    jsonschema library, each as "<path>: <message>" in document order (every
+    error, so the model can fix them all at once); numbers must be finite."""
+    if not finite(value):
+        return [f"{path}: numbers must be finite (NaN and Infinity are refused)"]
+    errors = sorted(
+        schema_validator(schema).iter_errors(value),
+        key=lambda error: [str(part) for part in error.absolute_path],
+    )
+    return [f"{_where(path, error.absolute_path)}: {error.message}" for error in errors]
 
 
-def _json_type(value: Any) -> str:
-    for name, types in _TYPES.items():
-        if isinstance(value, types) and not (
-            isinstance(value, bool) and name in ("integer", "number")
-        ):
-            return name
-    return type(value).__name__
+def _where(root: str, parts: Iterable[Any]) -> str:
+    text = root
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
 
 
 # -- messages, caching and compaction --------------------------------------

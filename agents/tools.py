@@ -103,10 +103,10 @@ def input_problem(schema: Mapping[str, Any], arguments: Any) -> str:
     lets NaN through every bound, and a NaN timeout would be no limit."""
     if not isinstance(arguments, Mapping):
         return "the input must be an object"
-    if not _finite(arguments):
+    if not finite(arguments):
         return "numbers must be finite (NaN and Infinity are refused)"
     error = jsonschema.exceptions.best_match(
-        _validator(schema).iter_errors(dict(arguments))
+        schema_validator(schema).iter_errors(dict(arguments))
     )
     if error is None:
         return ""
@@ -114,13 +114,14 @@ def input_problem(schema: Mapping[str, Any], arguments: Any) -> str:
     return f"{where}: {error.message}" if where else error.message
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
+    """Whether every number in `value` (nested too) is finite."""
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, Mapping):
-        return all(_finite(item) for item in value.values())
+        return all(finite(item) for item in value.values())
     if isinstance(value, list | tuple):
-        return all(_finite(item) for item in value)
+        return all(finite(item) for item in value)
     return True
 
 
@@ -133,7 +134,8 @@ def _cached_validator(schema_json: str) -> jsonschema.protocols.Validator:
     return validator_class(schema)
 
 
-def _validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+def schema_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A jsonschema validator for `schema` (its draft, else 2020-12), cached."""
     return _cached_validator(json.dumps(schema, sort_keys=True))
 
 

@@ -91,9 +91,9 @@ def test_an_invalid_result_goes_back_as_an_error_then_a_valid_one_passes(
     assert outcome.ok
     rejected = last_user_blocks(stub.bodies[1])[0]
     assert rejected["is_error"] is True
-    assert "missing required key 'should_proceed'" in rejected["content"]
-    assert "unexpected key 'extra'" in rejected["content"]
-    assert "at least 1 characters" in rejected["content"]
+    assert "'should_proceed' is a required property" in rejected["content"]
+    assert "('extra' was unexpected)" in rejected["content"]
+    assert "should be non-empty" in rejected["content"]
     assert [r.success for r in outcome.records] == [False, True]
 
 
@@ -107,7 +107,7 @@ def test_repeated_invalid_results_get_one_more_chance_then_escalate(
     last_chance = last_user_blocks(stub.bodies[3])[-1]["text"]
     assert last_chance.startswith("3 invalid results submitted")
     assert "last chance" in last_chance
-    assert "expected string" in outcome.reason
+    assert "is not of type 'string'" in outcome.reason
     assert outcome.phase_result().outcome == "escalate"
 
 
@@ -361,11 +361,14 @@ def test_validate_covers_the_roles_schema_subset():
     assert validate({"n": 2, "kind": "a", "items": ["x"], "maybe": None}, schema) == []
     errors = validate({"n": True, "kind": "c", "items": [1]}, schema)
     assert errors == [
-        "$.n: expected integer, got boolean",
-        "$.kind: must be one of ['a', 'b']",
-        "$.items[0]: expected string, got integer",
+        "$.items[0]: 1 is not of type 'string'",
+        "$.kind: 'c' is not one of ['a', 'b']",
+        "$.n: True is not of type 'integer'",
     ]
-    assert validate([], schema) == ["$: expected object, got array"]
+    assert validate([], schema) == ["$: [] is not of type 'object'"]
+    assert validate({"n": float("nan"), "kind": "a", "items": ["x"]}, schema) == [
+        "$: numbers must be finite (NaN and Infinity are refused)"
+    ]
 
 
 def test_submit_result_name_is_reserved(client, worktree):
@@ -374,3 +377,24 @@ def test_submit_result_name_is_reserved(client, worktree):
     clash = Tool("submit_result", "", {"type": "object"}, lambda a: "")
     with pytest.raises(ValueError):
         run_agent(client, system="s", prompt="p", result_schema=SCHEMA, tools=[clash])
+
+
+def test_validate_enforces_every_keyword_of_the_schema():
+    """The whole of JSON Schema (the jsonschema library), not a subset: a
+    pattern, a length cap or a count cap the roles declare is enforced."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "labels": {
+                "type": "array",
+                "maxItems": 2,
+                "items": {"type": "string", "pattern": "^[a-z]+$"},
+            },
+            "title": {"type": "string", "maxLength": 5},
+        },
+    }
+    assert validate({"labels": ["ok"], "title": "short"}, schema) == []
+    errors = validate({"labels": ["<b>bad</b>", "a", "b"], "title": "too long"}, schema)
+    assert len(errors) == 3
+    assert any("does not match" in error for error in errors)
+    assert any("is too long" in error for error in errors)

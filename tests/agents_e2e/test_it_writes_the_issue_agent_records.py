@@ -33,7 +33,9 @@ TRIAGED = {
         "type": "NEW_FEATURE",
         "scope": "SMALL",
         "complexity": "simple",
-        "labels": ["enhancement", "<b>bad</b>"],
+        # A label outside the schema's pattern ("<b>bad</b>") is refused by the
+        # result's JSON Schema before the role sees it (tests/agents/test_runtime).
+        "labels": ["enhancement"],
     },
 }
 PLANNED = submit(
