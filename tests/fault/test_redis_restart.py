@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from datetime import timedelta
 
 import pytest
 import redis
@@ -31,6 +32,7 @@ from django_q.brokers.redis_broker import Redis as RedisBroker
 from django_q.signing import SignedPackage
 
 from codex.fleet.heartbeats import reap_stale_work
+from codex.tasks import recovery
 from codex.tasks.models import Status, Task
 from codex.tasks.recovery import recover_stuck_tasks
 from tests.factories import make_task
@@ -90,7 +92,7 @@ def queued_task_ids(broker: RedisBroker) -> set[str]:
 
 
 def test_redis_restart_loses_queued_steps_and_recovery_requeues_them(
-    private_redis, broker, clusters, tmp_path, settings
+    private_redis, broker, clusters, tmp_path, settings, monkeypatch
 ):
     files = Files(
         side_effect_log=tmp_path / "side_effects.log", run_log=tmp_path / "runs.log"
@@ -137,7 +139,8 @@ def test_redis_restart_loses_queued_steps_and_recovery_requeues_them(
 
     # What the scheduler runs (every CODEX_EVERY_STUCK_RECOVERY_MINUTES and
     # CODEX_EVERY_HEARTBEAT_CHECK_MINUTES), with thresholds of seconds.
-    settings.CODEX_STUCK_AFTER_MINUTES = 0.05
+    # (The configured threshold is whole minutes: the test's is 3 seconds.)
+    monkeypatch.setattr(recovery, "stuck_after", lambda: timedelta(seconds=3))
     settings.CODEX_HEARTBEAT_STALE_SECONDS = 3
     settings.CODEX_WORKTREE_ROOT = str(tmp_path / "worktrees")
     settings.CODEX_MIRROR_ROOT = str(tmp_path / "mirrors")
