@@ -21,9 +21,7 @@ page_patterns = [
         page_actions.task_action,
         name="task_action",
     ),
-    path(
-        "tasks/<str:task_id>/gate/", page_people.gate_decision, name="gate_decision"
-    ),
+    path("tasks/<str:task_id>/gate/", page_people.gate_decision, name="gate_decision"),
     path("tasks/<str:task_id>/steer/", page_people.steer, name="steer"),
     path("inbox/", views.inbox, name="inbox"),
     path("inbox/<int:pk>/resolve/", views.resolve, name="resolve"),

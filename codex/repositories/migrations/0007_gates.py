@@ -4,20 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('repositories', '0006_setup_network_hosts'),
+        ("repositories", "0006_setup_network_hosts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='repository',
-            name='merge_gate',
-            field=models.CharField(choices=[('auto', 'Codex merges (no person needed)'), ('approval', 'A person with write access approves, then Codex merges'), ('manual', 'A person merges; Codex notices and completes the task')], default='auto', help_text='auto: Codex merges; approval: a person with write access other than the requester approves first (on GitHub, or on the task page for the local forge); manual: a person merges.', max_length=10),
+            model_name="repository",
+            name="merge_gate",
+            field=models.CharField(
+                choices=[
+                    ("auto", "Codex merges (no person needed)"),
+                    (
+                        "approval",
+                        "A person with write access approves, then Codex merges",
+                    ),
+                    ("manual", "A person merges; Codex notices and completes the task"),
+                ],
+                default="auto",
+                help_text="auto: Codex merges; approval: a person with write access other than the requester approves first (on GitHub, or on the task page for the local forge); manual: a person merges.",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='repository',
-            name='plan_approval',
-            field=models.BooleanField(default=False, help_text="On: every task waits after planning until a person approves its spec, plan and tasks (a request can also ask for it: the codex:plan label, the API's plan_approval field or the form's checkbox)."),
+            model_name="repository",
+            name="plan_approval",
+            field=models.BooleanField(
+                default=False,
+                help_text="On: every task waits after planning until a person approves its spec, plan and tasks (a request can also ask for it: the codex:plan label, the API's plan_approval field or the form's checkbox).",
+            ),
         ),
     ]
