@@ -376,6 +376,14 @@ class AgentInstance(LoggedStateModel):
             models.Index(fields=["repository", "issue_number"], name="instance_issue"),
             models.Index(fields=["-created_at", "-id"], name="instance_created"),
             models.Index(fields=["task", "role"], name="instance_task_role"),
+            # The reaper, the review-limit check and the dashboard ask only
+            # for live instances: a partial index keeps those scans the size
+            # of the live work, not of every instance ever run.
+            models.Index(
+                fields=["heartbeat_at", "last_activity"],
+                condition=~Q(status="terminated"),
+                name="instance_live",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
