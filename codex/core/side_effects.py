@@ -29,9 +29,14 @@ Without a `lookup`, an unfinished earlier attempt is an unknown outcome, and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fcntl
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -73,6 +78,47 @@ def perform_once(
             "perform_once must run outside a transaction: its record has to be "
             "committed before the side effect happens"
         )
+    with _exclusive(key):
+        return _perform_once(key, action, lookup=lookup, task=task, kind=kind)
+
+
+@contextmanager
+def _exclusive(key: str) -> Iterator[None]:
+    """One caller at a time for `key` (PostgreSQL: a session advisory lock).
+
+    Callers under a task's lease never meet, but some effects are not made
+    under one (the progress comment's job): two of them at once would both
+    find no record done and nothing to look up yet, and both act. The lock
+    is the session's, not a transaction's (the record must commit before the
+    effect), and it goes with the session (or the process, for the file lock
+    of the embedded database) of a worker that dies."""
+    digest = hashlib.sha256(key.encode()).digest()
+    if connection.vendor != "postgresql":
+        # The embedded database lives on one machine: a file lock there.
+        folder = Path(settings.VAR_DIR) / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"effect-{digest[:8].hex()}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+        return
+    lock = int.from_bytes(digest[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
+def _perform_once(
+    key: str,
+    action: Callable[[], Result],
+    *,
+    lookup: Callable[[], Result | None] | None,
+    task,
+    kind: str,
+) -> Result:
     record, _ = SideEffect.objects.get_or_create(
         key=key, defaults={"task": task, "kind": kind or key.split(":", 1)[0]}
     )
