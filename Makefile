@@ -84,7 +84,7 @@ check: $(VENV)/.installed-dev
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-## bench: the benchmarks (issue 8) on PostgreSQL, a few minutes (load from
+## bench: the benchmarks (bench/REPORT.md) on PostgreSQL, a few minutes (load from
 ## Locust, a dev requirement); writes bench/REPORT.md and bench/report.json
 bench: $(VENV)/.installed-base $(VENV)/.installed-dev
 	$(PY) -m bench.run

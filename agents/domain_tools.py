@@ -391,13 +391,13 @@ class DomainTools:
             ),
             Tool(
                 "request_review",
-                "Ask for a review of your work (coding agents; spec 004).",
+                "Ask for a review of your work (coding agents).",
                 _schema({"summary": {"type": "string"}}),
                 _guarded(self.request_review),
             ),
             Tool(
                 "create_pr",
-                "Report the pull request opened for this work (spec 004).",
+                "Report the pull request opened for this work.",
                 _schema(
                     {
                         "pr_number": {"type": "integer", "minimum": 1},
@@ -409,7 +409,7 @@ class DomainTools:
             ),
             Tool(
                 "send_feedback",
-                "Send review feedback to the agent whose work you review (spec 004).",
+                "Send review feedback to the agent whose work you review.",
                 _schema({"feedback": {"type": "string"}}, ["feedback"]),
                 _guarded(self.send_feedback),
             ),

@@ -108,7 +108,7 @@ class ClaudeAnalyst:
                 {
                     "role": "user",
                     "content": untrusted(
-                        "child agent reports (spec 001 analysis request)",
+                        "child agent reports (the completion-analysis request)",
                         json.dumps(request, indent=2, ensure_ascii=False),
                     ),
                 }

@@ -1,1 +1,2 @@
-"""Benchmarks of Codex's own overhead (issue 8): `python -m bench.run [--smoke]`."""
+"""Benchmarks of Codex's own overhead (bench/REPORT.md, bench/COMMENTARY.md):
+`python -m bench.run [--smoke]`."""

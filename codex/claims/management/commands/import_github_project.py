@@ -9,7 +9,8 @@ from codex.claims.management.commands._common import RepositoryImportCommand
 
 class Command(RepositoryImportCommand):
     help = (
-        "Import a .github_project.json (spec 000 §3, with or without items) as "
+        "Import a .github_project.json (docs/domain/claims.md#claims-import; "
+        "with or without items) as "
         "the Projects v2 board of one repository. Every bad entry is reported "
         "with its line; nothing is imported unless all are good."
     )

@@ -9,7 +9,8 @@ from codex.claims.management.commands._common import RepositoryImportCommand
 
 class Command(RepositoryImportCommand):
     help = (
-        "Import a .issue_claims.json (spec 000 §1, with or without failed_at, "
+        "Import a .issue_claims.json (docs/domain/claims.md#claims-import; "
+        "with or without failed_at, "
         "failure_count and history) for one repository. Every bad entry is "
         "reported with its line; nothing is imported unless all are good."
     )
