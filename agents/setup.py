@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from integrations.git import run_git
-from integrations.jail import Jail, Limits
+from integrations.jail import Jail
 from integrations.jail.egress import EgressProxy, proxy_environment, wrapped_command
 
 MARKER = "codex-setup"
@@ -52,12 +52,10 @@ def ensure_setup(
     timeout = settings.CODEX_SANDBOX_SETUP_TIMEOUT
     longer = dataclasses.replace(
         jail,
-        limits=Limits(
+        limits=dataclasses.replace(
+            jail.limits,
             wall_seconds=float(timeout),
             cpu_seconds=int(timeout),
-            memory_mb=jail.limits.memory_mb,
-            max_processes=jail.limits.max_processes,
-            max_file_mb=jail.limits.max_file_mb,
             output_chars=SHOWN_OUTPUT,
         ),
     )

@@ -97,7 +97,8 @@ def _exclusive(key: str) -> Iterator[None]:
         # The embedded database lives on one machine: a file lock there.
         folder = Path(settings.VAR_DIR) / "locks"
         folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f"effect-{digest[:8].hex()}.lock", "a") as handle:
+        # 256 stripes: a bounded set of files, rarely shared by two keys.
+        with open(folder / f"effect-{digest[:1].hex()}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
         return

@@ -125,10 +125,15 @@ class Backend:
         """Stop what `command` started under `handle` (containers)."""
 
     def host_path(self, spec: JailSpec, inside: str) -> Path | None:
-        """The host path behind a path inside the jail, where it is mounted."""
+        """The host path behind a path inside the jail, where it is mounted
+        (None where it is not, or only the image knows)."""
         if inside == WORKSPACE or inside.startswith(WORKSPACE + "/"):
             return spec.worktree / inside[len(WORKSPACE) :].lstrip("/")
-        return Path(inside)
+        return self.outside_worktree(spec, Path(inside))
+
+    def outside_worktree(self, spec: JailSpec, path: Path) -> Path | None:
+        """`path` outside the worktree as the host sees it: unjailed, itself."""
+        return path
 
 
 class HostBackend(Backend):
@@ -246,10 +251,7 @@ class BubblewrapBackend(Backend):
         # The environment bubblewrap passes on is the command's, nothing else.
         return Launch(args, dict(spec.env), str(spec.worktree))
 
-    def host_path(self, spec: JailSpec, inside: str) -> Path | None:
-        if inside == WORKSPACE or inside.startswith(WORKSPACE + "/"):
-            return spec.worktree / inside[len(WORKSPACE) :].lstrip("/")
-        path = Path(inside)
+    def outside_worktree(self, spec: JailSpec, path: Path) -> Path | None:
         mounted = [Path(folder) for folder in SYSTEM_DIRS] + list(spec.readonly)
         if any(path == root or path.is_relative_to(root) for root in mounted):
             return path
@@ -344,11 +346,8 @@ class ContainerBackend(Backend):
             check=False,
         )
 
-    def host_path(self, spec: JailSpec, inside: str) -> Path | None:
-        # What the image holds cannot be known from here; only the worktree.
-        if inside == WORKSPACE or inside.startswith(WORKSPACE + "/"):
-            return spec.worktree / inside[len(WORKSPACE) :].lstrip("/")
-        return None
+    def outside_worktree(self, spec: JailSpec, path: Path) -> Path | None:
+        return None  # what the image holds cannot be known from here
 
 
 _IDENTITY: list[Path] = []

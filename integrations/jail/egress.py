@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import re
 import select
+import shlex
 import socket
 import tempfile
 import threading
@@ -256,16 +257,12 @@ def wrapped_command(command: str) -> list[str]:
     """bash that starts the forwarder, waits for it, then runs `command`."""
     socket_path = f"{SOCKET_DIR}/{SOCKET_NAME}"
     script = (
-        f"python3 -c {_quote(FORWARDER)} {socket_path} > /tmp/.egress 2>&1 & "
+        f"python3 -c {shlex.quote(FORWARDER)} {socket_path} > /tmp/.egress 2>&1 & "
         "for _ in $(seq 1 100); do grep -q ready /tmp/.egress 2>/dev/null && break; "
         "sleep 0.05; done; "
         f"{command}"
     )
     return ["bash", "-c", script]
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 __all__ = [

@@ -17,7 +17,7 @@ import os
 import resource
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 MEGABYTE = 1024 * 1024
@@ -62,13 +62,10 @@ class Limits:
         if not math.isfinite(seconds) or seconds <= 0:
             raise ValueError("a timeout must be a finite positive number of seconds")
         wall = min(seconds, self.wall_seconds)
-        return Limits(
+        return replace(
+            self,
             wall_seconds=wall,
             cpu_seconds=max(1, min(self.cpu_seconds, math.ceil(wall))),
-            memory_mb=self.memory_mb,
-            max_processes=self.max_processes,
-            max_file_mb=self.max_file_mb,
-            output_chars=self.output_chars,
         )
 
     def rlimits(self) -> list[tuple[int, int]]:
