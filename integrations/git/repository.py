@@ -26,7 +26,7 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 
@@ -40,9 +40,6 @@ from integrations.git.config_guard import scrub_local_config
 from integrations.git.locks import locked
 from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
 
-if TYPE_CHECKING:
-    from codex.repositories.models import Repository
-
 logger = logging.getLogger(__name__)
 
 BRANCH_PREFIX = "codex/"
@@ -52,6 +49,21 @@ FETCH_TRIES = 3
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class MirroredRepository(Protocol):
+    """What a mirror is named after: the repository's URL and its owner/name
+    (the domain's registered repository is one)."""
+
+    @property
+    def url(self) -> str:
+        """The repository's URL, as registered."""
+        ...
+
+    @property
+    def full_name(self) -> str:
+        """`owner/name`, for a readable folder name."""
+        ...
 
 
 def git_failure(action: Action, message: str) -> ClassifiedFailure:
@@ -87,7 +99,7 @@ def branch_name(task_id: str, agent_number: int | None = None) -> str:
     return f"{BRANCH_PREFIX}{task_id}-a{agent_number}"
 
 
-def mirror_path(repository: Repository) -> Path:
+def mirror_path(repository: MirroredRepository) -> Path:
     """Where `repository`'s mirror lives: readable name, plus a hash of the URL
     so that two repositories whose names slug alike never share a mirror."""
     digest = hashlib.sha256(repository.url.encode()).hexdigest()[:10]
@@ -124,7 +136,7 @@ def head_sha(worktree: str | os.PathLike[str]) -> str:
 
 
 def ensure_mirror(
-    repository: Repository,
+    repository: MirroredRepository,
     remote_url: str,
     env: Mapping[str, str] | None = None,
 ) -> Path:
