@@ -1,17 +1,25 @@
 """Test reports read safely: JUnit XML written by a repository's own test
-command (size-capped, no symlink followed, no DOCTYPE so no entity), and
-pytest's summary lines when there is no JUnit XML. Both give the
-verification report's counts and failing tests (agents.roles.qa)."""
+command (size-capped, no symlink followed, parsed by defusedxml with DTDs,
+entities and external references refused), and pytest's summary lines when
+there is no JUnit XML. Both give the verification report's counts and failing
+tests (agents.roles.qa)."""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
-import xml.parsers.expat
 from pathlib import Path
 from typing import Any
-from xml.etree.ElementTree import Element, TreeBuilder
+from xml.etree.ElementTree import Element, ParseError
+
+from defusedxml import (
+    DefusedXmlException,
+    DTDForbidden,
+    EntitiesForbidden,
+    ExternalReferenceForbidden,
+)
+from defusedxml.ElementTree import fromstring
 
 JUNIT_MAX_BYTES = 5_000_000
 MAX_FAILURES = 100
@@ -45,33 +53,34 @@ def _read_capped(path: Path, limit: int) -> bytes:
     return data
 
 
+# Why defusedxml refused a document, in the report's words.
+_REFUSALS: dict[type[DefusedXmlException], str] = {
+    DTDForbidden: "has a DOCTYPE (no DTD, so no entity, is allowed)",
+    EntitiesForbidden: "declares an entity",
+    ExternalReferenceForbidden: "refers to an external entity",
+}
+
+
 def _parse_xml(data: bytes) -> Element:
-    """Parse with expat, refusing any DOCTYPE (so no entity can be declared,
-    let alone expanded) in whatever encoding the document claims."""
-    builder = TreeBuilder()
-    parser = xml.parsers.expat.ParserCreate()
-
-    def refuse(*_: Any) -> None:
-        raise JUnitError("the JUnit XML has a DOCTYPE; refused")
-
-    parser.StartDoctypeDeclHandler = refuse
-    parser.EntityDeclHandler = refuse
-    parser.ExternalEntityRefHandler = refuse
-    parser.StartElementHandler = builder.start
-    parser.EndElementHandler = lambda name: builder.end(name)
-    parser.CharacterDataHandler = builder.data
+    """Parse with defusedxml in whatever encoding the document claims,
+    refusing any DOCTYPE (so no entity can be declared, let alone expanded,
+    and no external entity or DTD is fetched)."""
     try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as exc:
+        return fromstring(
+            data, forbid_dtd=True, forbid_entities=True, forbid_external=True
+        )
+    except DefusedXmlException as exc:
+        reason = _REFUSALS.get(type(exc), "is refused by the safe parser")
+        raise JUnitError(f"the JUnit XML {reason}; refused") from None
+    except ParseError as exc:
         raise JUnitError(f"the JUnit XML is not well-formed: {exc}") from None
-    return builder.close()
 
 
 def parse_junit(path: Path, *, limit: int = JUNIT_MAX_BYTES) -> dict[str, Any]:
     """Counts and failing tests from a JUnit XML file written by untrusted
-    code: size-capped, symlinks refused, DOCTYPE refused. Returns the report's
-    tests_passed, tests_failed (failures and errors), tests_skipped,
-    tests_total and failures [{name, error, file, line}]."""
+    code: size-capped, symlinks refused, DOCTYPE and entities refused.
+    Returns the report's tests_passed, tests_failed (failures and errors),
+    tests_skipped, tests_total and failures [{name, error, file, line}]."""
     root = _parse_xml(_read_capped(path, limit))
     if root.tag not in ("testsuites", "testsuite"):
         raise JUnitError(f"not JUnit XML (root element {root.tag!r})")

@@ -38,6 +38,28 @@ LAUGHS = """<?xml version="1.0"?>
 <testsuites><testsuite><testcase classname="a" name="&lol2;"/></testsuite></testsuites>
 """
 
+# The billion laughs: nine levels of ten, a gigabyte of "lol" if expanded.
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol0 "lol">'
+    + "".join(
+        f'<!ENTITY lol{level} "' + f"&lol{level - 1};" * 10 + '">'
+        for level in range(1, 10)
+    )
+    + ']>\n<testsuites><testsuite><testcase name="&lol9;"/></testsuite></testsuites>\n'
+)
+
+EXTERNAL_ENTITY = """<?xml version="1.0"?>
+<!DOCTYPE testsuites [<!ENTITY secret SYSTEM "file:///etc/passwd">]>
+<testsuites><testsuite><testcase name="t"><failure message="&secret;"/></testcase>
+</testsuite></testsuites>
+"""
+
+# A DTD and nothing else: no entity declared, still refused.
+EXTERNAL_DTD = """<?xml version="1.0"?>
+<!DOCTYPE testsuites SYSTEM "file:///etc/passwd">
+<testsuites><testsuite><testcase name="t"/></testsuite></testsuites>
+"""
+
 
 def write(tmp_path: Path, content: str | bytes, name: str = "junit.xml") -> Path:
     path = tmp_path / name
@@ -71,6 +93,34 @@ def test_junit_counts_and_failures_of_a_pytest_report(tmp_path):
 def test_junit_with_a_doctype_is_refused_before_any_entity_expands(tmp_path):
     with pytest.raises(qa.JUnitError, match="DOCTYPE"):
         qa.parse_junit(write(tmp_path, LAUGHS))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [BILLION_LAUGHS, EXTERNAL_ENTITY, EXTERNAL_DTD],
+    ids=["billion-laughs", "external-entity", "dtd"],
+)
+def test_junit_entities_external_references_and_dtds_are_refused(tmp_path, document):
+    with pytest.raises(qa.JUnitError, match="has a DOCTYPE .*; refused") as refused:
+        qa.parse_junit(write(tmp_path, document))
+
+    assert "root:" not in str(refused.value)  # nothing of /etc/passwd read
+
+
+def test_junit_refusals_name_what_the_safe_parser_refused(tmp_path, monkeypatch):
+    # Should the DOCTYPE ever pass, the entity checks still stand and say why.
+    from defusedxml import ElementTree
+
+    from agents import check_reports
+
+    def allowing_dtds(data, **options):
+        return ElementTree.fromstring(data, **{**options, "forbid_dtd": False})
+
+    monkeypatch.setattr(check_reports, "fromstring", allowing_dtds)
+    with pytest.raises(qa.JUnitError, match="declares an entity; refused"):
+        qa.parse_junit(write(tmp_path, BILLION_LAUGHS))
+    with pytest.raises(qa.JUnitError, match="declares an entity; refused"):
+        qa.parse_junit(write(tmp_path, EXTERNAL_ENTITY))
 
 
 def test_junit_doctype_is_refused_in_any_encoding(tmp_path):
