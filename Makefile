@@ -20,7 +20,7 @@ $(VENV)/.installed-dev: requirements/base.txt requirements/dev.txt | $(PY)
 
 ## run: the console (http://127.0.0.1:8000/admin/) and a worker, on SQLite by default.
 ## `make run HOST=0.0.0.0 PORT=8080` to choose where the console listens. The
-## first run makes development keys under var/ (codex/settings.py, Keys).
+## first run makes development keys under var/ (codex/settings/security.py, Keys).
 HOST ?= 127.0.0.1
 PORT ?= 8000
 VAR := $(or $(CODEX_VAR_DIR),var)
