@@ -10,14 +10,13 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, models, transaction
+from django.db import models
 from django.utils import timezone
-from django_fsm import FSMField, TransitionNotAllowed, can_proceed
+from django_fsm import FSMField
 
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel
-from codex.core.queue import enqueue_on_commit, job_row
-from codex.events.models import Event, EventKind
+from codex.events.models import EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
     TERMINAL_STATUSES,
@@ -30,8 +29,10 @@ from codex.tasks.models.choices import (
 )
 from codex.tasks.models.gate_transitions import GateTransitions
 from codex.tasks.models.phase_transitions import PhaseTransitions
-from codex.tasks.models.queryset import ADVANCE_JOB, IMMUTABLE_FIELDS, TaskQuerySet
+from codex.tasks.models.queryset import IMMUTABLE_FIELDS, TaskQuerySet
 from codex.tasks.models.status_transitions import StatusTransitions
+from codex.tasks.models.task_actions import TaskActions
+from codex.tasks.models.task_writes import TaskWrites
 
 TASK_ID_PATTERN = r"^FEAT-\d{8}-[a-z0-9]{6}$"
 TITLE_MAX_LENGTH = 200
@@ -70,13 +71,22 @@ def initial_phase_progress() -> dict[str, dict[str, Any]]:
     }
 
 
-class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeasedModel):
+class Task(
+    StatusTransitions,
+    GateTransitions,
+    PhaseTransitions,
+    TaskActions,
+    TaskWrites,
+    VersionedLeasedModel,
+):
     """The task envelope (docs/domain/tasks.md#task-envelope): one feature
     request's whole life.
 
     The request (title, description, priority, acceptance criteria) and identity
     never change after creation. `status` and `phase` change only through the
     transitions below, while holding the lease; each is written to the event log.
+    People and jobs change it through `perform` and the other calls of
+    TaskActions (codex.tasks.models.task_actions).
 
     Status (docs/domain/tasks.md#task-status; every non-terminal state may also
     be cancelled)::
@@ -304,54 +314,6 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
             raise IdempotencyMismatch(self)
         return self
 
-    # -- events ----------------------------------------------------------------
-
-    def record(self, kind: str, *, by: str, reason: str = "", **fields: Any) -> None:
-        """Queue an event; it is written in the same transaction as the next save."""
-        if not hasattr(self, "_pending_events"):
-            self._pending_events = []
-        self._pending_events.append(
-            Event(task=self, kind=kind, actor=by, reason=reason, **fields)
-        )
-
-    def enqueue_with_save(self, func_path: str, *args: Any) -> None:
-        """Enqueue `func_path(*args)` as part of the next save: with the ORM
-        broker on this database its job row is written by the save itself (one
-        more INSERT in the same statement or transaction, see save_with_rows),
-        so it exists if and only if the save commits; with Redis, or jobs run
-        inline, it is sent once the save's transaction commits."""
-        row = job_row(func_path, *args, using=self._state.db or DEFAULT_DB_ALIAS)
-        if row is None:
-            self.on_save(lambda: enqueue_on_commit(func_path, *args))
-            return
-        self.__dict__.setdefault("_jobs_with_save", []).append(row)
-
-    def on_save(self, callback) -> None:
-        """Run `callback` inside the next save's transaction, after the update."""
-        if not hasattr(self, "_after_save"):
-            self._after_save = []
-        self._after_save.append(callback)
-
-    def on_lease_taken_over(self, previous_holder: str | None, holder: str) -> None:
-        Event.objects.create(
-            task=self,
-            kind=EventKind.LEASE,
-            actor=holder,
-            reason=f"took over the expired lease of {previous_holder}",
-            data={"previous_holder": previous_holder},
-        )
-
-    def on_lease_broken(
-        self, previous_holder: str | None, *, by: str, reason: str
-    ) -> None:
-        Event.objects.create(
-            task=self,
-            kind=EventKind.LEASE,
-            actor=by,
-            reason=reason or "lease force-broken",
-            data={"action": "force_break", "previous_holder": previous_holder},
-        )
-
     # -- helpers used by the transitions ---------------------------------------
 
     def _finish_phase(self, now: datetime | None = None) -> None:
@@ -413,151 +375,6 @@ class Task(StatusTransitions, GateTransitions, PhaseTransitions, VersionedLeased
     def available_status_actions(self) -> list[str]:
         """Status transitions allowed now (guards included), by name."""
         return [t.name for t in self.get_available_status_transitions()]
-
-    # -- one call for people and jobs -------------------------------------------
-
-    def perform(
-        self,
-        action: str,
-        *,
-        by: str,
-        reason: str = "",
-        lease_attempts: int = 1,
-        **arguments: Any,
-    ) -> Task:
-        """Run transition `action` as `by` and save it with its event; the entry
-        point for the API, the admin and the pages. Enqueues the next step when
-        the task is back in progress. Raises TransitionNotAllowed,
-        LeaseUnavailable or VersionConflict with a reason; nothing is written
-        then.
-
-        Unless the caller holds the lease, the transition takes it only for the
-        one UPDATE that writes it (see VersionedLeasedModel.change_and_save):
-        one version, one write, one transaction with the event.
-        """
-        method = getattr(self, action, None)
-        if method is None or not hasattr(method, "_django_fsm"):
-            raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
-        if reason:
-            arguments["reason"] = reason
-
-        def change() -> None:
-            method(by=by, **arguments)
-            if self.status == Status.IN_PROGRESS:
-                # With the ORM broker, one more INSERT in the transition's own
-                # statement, not a commit of its own.
-                self.enqueue_with_save(ADVANCE_JOB, self.task_id)
-
-        self.change_and_save(by, change, lease_attempts=lease_attempts)
-        return self
-
-    def request_control(
-        self, action: str, *, by: str, reason: str = ""
-    ) -> tuple[Task, bool]:
-        """A person's action on the task (API, console, pages). Pause and cancel
-        happen now or, while a worker is in a step (it holds the lease), at the
-        end of that step; any other transition happens now or raises
-        LeaseUnavailable. Returns (task, deferred).
-
-        Raises TransitionNotAllowed when the task's state does not allow it.
-        """
-        from codex.core.models import LeaseUnavailable
-        from codex.tasks.models.control import ControlAction, ControlRequest
-
-        try:
-            return self.perform(action, by=by, reason=reason), False
-        except LeaseUnavailable:
-            if action not in ControlAction.values:
-                raise
-            if not can_proceed(getattr(self, action)):
-                raise TransitionNotAllowed(
-                    f"a task that is {self.status} cannot {action}"
-                ) from None
-            try:
-                with transaction.atomic():
-                    ControlRequest.objects.create(
-                        task=self, action=action, requested_by=by, reason=reason
-                    )
-            except IntegrityError:
-                pass  # the same request is already waiting: one is enough
-            return self, True
-
-    def apply_control_requests(self) -> list[str]:
-        """At a step boundary, while holding the lease: apply the pauses and
-        cancellations people asked for meanwhile. Returns what was applied;
-        the task must be saved afterwards (the requests are marked with it)."""
-        applied = []
-        for request in self.control_requests.pending():
-            method = getattr(self, request.action)
-            if can_proceed(method):
-                method(
-                    by=request.requested_by,
-                    reason=request.reason
-                    or f"{request.action} requested at "
-                    f"{request.created_at:%H:%M:%S} UTC, applied at step end",
-                )
-                request.outcome = "applied"
-                applied.append(request.action)
-            else:
-                request.outcome = f"not applied: the task was {self.status}"
-            request.applied_at = timezone.now()
-            self.on_save(
-                lambda request=request: request.save(
-                    update_fields=["applied_at", "outcome"]
-                )
-            )
-        return applied
-
-    def resolve_escalation(
-        self,
-        escalation,
-        *,
-        decision: str,
-        by: str,
-        resolution: str = "",
-        answers: list[Any] | None = None,
-        user=None,
-    ) -> Task:
-        """A person's answer to the open escalation: recorded once, then the task
-        resumes, fails or is cancelled, all in one transaction under the lease.
-
-        Raises AlreadyResolved when someone resolved it first (the resolution is
-        consumed on the first transition, docs/domain/tasks.md#escalations),
-        TransitionNotAllowed
-        when the task is no longer escalated; nothing is written then.
-        """
-        from codex.tasks.models.escalation import Decision
-
-        if escalation.task_id != self.pk:
-            raise ValueError(f"escalation {escalation.pk} is not one of {self.task_id}")
-        reason = resolution or f"escalation resolved: {decision}"
-        try:
-            with transaction.atomic():
-                self.acquire_lease(by, attempts=1)
-                escalation.record_resolution(
-                    decision=decision,
-                    by=by,
-                    resolution=resolution,
-                    answers=answers,
-                    user=user,
-                )
-                if decision == Decision.RESUME:
-                    self.resolve(by=by, reason=reason)
-                else:
-                    escalation.consumed_at = escalation.resolved_at
-                    escalation.save(update_fields=["consumed_at"])
-                    getattr(self, "fail" if decision == Decision.FAIL else "cancel")(
-                        by=by, reason=reason
-                    )
-                self.save(release_lease=True)
-        except BaseException:
-            # The transaction rolled back: the lease and the version with it.
-            self._held_lease = None
-            self.refresh_from_db()
-            raise
-        if self.status == Status.IN_PROGRESS:
-            enqueue_on_commit(ADVANCE_JOB, self.task_id)
-        return self
 
 
 def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
