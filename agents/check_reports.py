@@ -76,6 +76,41 @@ def _parse_xml(data: bytes) -> Element:
         raise JUnitError(f"the JUnit XML is not well-formed: {exc}") from None
 
 
+def _case_outcome(case: Element) -> tuple[str, Element | None]:
+    """passed, failed (with its failure or error element) or skipped."""
+    outcome = "passed"
+    for child in case:
+        if child.tag in ("failure", "error"):
+            return "failed", child
+        if child.tag == "skipped":
+            outcome = "skipped"
+    return outcome, None
+
+
+def _failure(case: Element, problem: Element) -> dict[str, Any]:
+    """One failing test: its name, error message and, when known, the file
+    and line (the test case's own, else the last location in the text)."""
+    classname, name = case.get("classname", ""), case.get("name", "?")
+    text = problem.text or ""
+    message = problem.get("message") or text.strip().splitlines()[-1:] or [""]
+    if isinstance(message, list):
+        message = message[0]
+    failure: dict[str, Any] = {
+        "name": f"{classname}::{name}" if classname else name,
+        "error": message.strip()[:ERROR_CHARS],
+    }
+    locations = list(_LOCATION.finditer(text))
+    location = locations[-1] if locations else None
+    if case.get("file"):
+        failure["file"] = case.get("file")
+        if (case.get("line") or "").isdigit():
+            failure["line"] = int(case.get("line"))
+    elif location is not None:
+        failure["file"] = location["file"]
+        failure["line"] = int(location["line"])
+    return failure
+
+
 def parse_junit(path: Path, *, limit: int = JUNIT_MAX_BYTES) -> dict[str, Any]:
     """Counts and failing tests from a JUnit XML file written by untrusted
     code: size-capped, symlinks refused, DOCTYPE and entities refused.
@@ -87,36 +122,10 @@ def parse_junit(path: Path, *, limit: int = JUNIT_MAX_BYTES) -> dict[str, Any]:
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     failures: list[dict[str, Any]] = []
     for case in root.iter("testcase"):
-        outcome = "passed"
-        problem = None
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome, problem = "failed", child
-                break
-            if child.tag == "skipped":
-                outcome = "skipped"
+        outcome, problem = _case_outcome(case)
         counts[outcome] += 1
-        if problem is None or len(failures) >= MAX_FAILURES:
-            continue
-        classname, name = case.get("classname", ""), case.get("name", "?")
-        text = problem.text or ""
-        message = problem.get("message") or text.strip().splitlines()[-1:] or [""]
-        if isinstance(message, list):
-            message = message[0]
-        failure: dict[str, Any] = {
-            "name": f"{classname}::{name}" if classname else name,
-            "error": message.strip()[:ERROR_CHARS],
-        }
-        locations = list(_LOCATION.finditer(text))
-        location = locations[-1] if locations else None
-        if case.get("file"):
-            failure["file"] = case.get("file")
-            if (case.get("line") or "").isdigit():
-                failure["line"] = int(case.get("line"))
-        elif location is not None:
-            failure["file"] = location["file"]
-            failure["line"] = int(location["line"])
-        failures.append(failure)
+        if problem is not None and len(failures) < MAX_FAILURES:
+            failures.append(_failure(case, problem))
     return {
         "tests_passed": counts["passed"],
         "tests_failed": counts["failed"],

@@ -1,18 +1,8 @@
 """QA (verification): the repository's test, lint and type-check commands are
-run for real before the agent starts (`run_checks`); the agent judges each
-acceptance criterion with evidence; this module writes the verification
+run for real before the agent starts (agents.check_runs); the agent judges
+each acceptance criterion with evidence; this module writes the verification
 report (docs/domain/tasks.md#verification-report), in which the real runs
-overrule whatever the agent
-claimed.
-
-The commands come from the repository (`Repository.test_command`,
-`lint_command`, `type_check_command`, editable in the admin and the API),
-else from the settings: CODEX_TEST_COMMANDS[full_name or url], then
-CODEX_TEST_COMMAND for tests; CODEX_LINT_COMMAND and CODEX_TYPE_CHECK_COMMAND
-for the others, which are not run when empty. A test command containing
-`{junit_xml}` gets a path outside the worktree there; the JUnit XML the
-command writes is parsed (safely: it comes from the repository's own code)
-for counts and failing tests. Without it, pytest's summary lines are read.
+overrule whatever the agent claimed.
 
 In the report: `tests_*` and `failures` come from the real test run;
 `feedback.checks` lists every command with its outcome (the report has no
@@ -20,19 +10,15 @@ column of its own for lint and type-check results); a failing lint or type
 check adds a failure entry and, unless CODEX_QA_CHECKS_BLOCK is off, makes
 the recommendation request_changes like a failing test always does. A
 criterion the agent marks met whose evidence names a test that failed in the
-real run is overruled (status failed).
+real run is overruled (status failed). What already failed on the base
+commit is reported as pre-existing, not the change's (agents.baseline).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import shlex
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 
@@ -44,15 +30,28 @@ from agents.check_reports import (  # noqa: F401 (the checks' parsers, re-export
     parse_junit,
     parse_pytest,
 )
+from agents.check_runs import (  # noqa: F401 (the checks themselves, re-exported)
+    CHECK_LABELS,
+    DEFAULT_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_TEST_COMMAND,
+    JUNIT_PLACEHOLDER,
+    LINT,
+    TEST,
+    TYPE_CHECK,
+    CheckRun,
+    check_timeout,
+    commands_note,
+    configured_commands,
+    is_new_problem,
+    run_check,
+    run_checks,
+    test_command,
+    test_results,
+    unrunnable,
+)
 from agents.prompts import untrusted
 from agents.roles.base import COMMON_RULES, Role, RoleContext
-from agents.tools import ToolError
 from codex.tasks.runners import PhaseResult
-from integrations.jail import JailUnavailable
-
-if TYPE_CHECKING:
-    from agents.sandbox import Sandbox
-    from codex.repositories.models import Repository
 
 SYSTEM_PROMPT = f"""\
 You are the QA engineer of an autonomous software team. The repository's test
@@ -96,236 +95,7 @@ SCHEMA: dict[str, Any] = {
 
 INSTRUCTIONS = "Verify the change and submit your verification."
 
-DEFAULT_TEST_COMMAND = (
-    "python -B -m pytest -q -p no:cacheprovider --junitxml={junit_xml}"
-)
-JUNIT_PLACEHOLDER = "{junit_xml}"
 OUTPUT_TAIL_CHARS = 4000
-# The checks, in the order they run and are reported.
-TEST, LINT, TYPE_CHECK = "test", "lint", "type_check"
-CHECK_LABELS = {TEST: "test", LINT: "lint", TYPE_CHECK: "type-check"}
-
-
-# -- which commands ----------------------------------------------------------
-
-
-def test_command(repository: Repository) -> str:
-    """The repository's test command: its own, else CODEX_TEST_COMMANDS[full
-    name or url], else CODEX_TEST_COMMAND, else DEFAULT_TEST_COMMAND."""
-    per_repository = getattr(settings, "CODEX_TEST_COMMANDS", None) or {}
-    return (
-        (getattr(repository, "test_command", "") or "").strip()
-        or per_repository.get(repository.full_name)
-        or per_repository.get(repository.url)
-        or getattr(settings, "CODEX_TEST_COMMAND", None)
-        or DEFAULT_TEST_COMMAND
-    )
-
-
-def configured_commands(repository: Repository) -> list[tuple[str, str]]:
-    """(kind, command) of every check to run: always the tests; lint and
-    type check when the repository or the settings name a command."""
-    commands = [(TEST, test_command(repository))]
-    for kind, setting in (
-        (LINT, "CODEX_LINT_COMMAND"),
-        (TYPE_CHECK, "CODEX_TYPE_CHECK_COMMAND"),
-    ):
-        command = (getattr(repository, f"{kind}_command", "") or "").strip() or (
-            getattr(settings, setting, "") or ""
-        ).strip()
-        if command:
-            commands.append((kind, command))
-    return commands
-
-
-# -- running them ---------------------------------------------------------------
-
-
-@dataclass
-class CheckRun:
-    """One command run for real in the worktree, and what came of it."""
-
-    kind: str  # test | lint | type_check
-    command: str
-    exit_code: int | None = None
-    output: str = ""
-    timed_out: bool = False
-    not_run: str = ""  # why the command could not start
-    junit: dict[str, Any] | None = None  # parse_junit's result
-    junit_note: str = ""  # why there is no JUnit result
-
-    @property
-    def status(self) -> str:
-        """passed, failed, timed_out or not_run."""
-        if self.not_run:
-            return "not_run"
-        if self.timed_out or self.exit_code is None:
-            return "timed_out"
-        return "passed" if self.exit_code == 0 else "failed"
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "passed"
-
-    def describe(self) -> str:
-        """exit code 0 / timed out / could not run: ..."""
-        if self.not_run:
-            return f"could not run: {self.not_run}"
-        if self.status == "timed_out":
-            return "timed out and was stopped"
-        return f"exit code {self.exit_code}"
-
-
-DEFAULT_CHECK_TIMEOUT_SECONDS = 900
-
-
-def check_timeout(repository: Repository) -> int:
-    """How long one of QA's checks may run: the repository's own
-    check_timeout_seconds, else CODEX_CHECK_TIMEOUT_SECONDS."""
-    own = getattr(repository, "check_timeout_seconds", None)
-    return int(
-        own
-        or getattr(settings, "CODEX_CHECK_TIMEOUT_SECONDS", None)
-        or DEFAULT_CHECK_TIMEOUT_SECONDS
-    )
-
-
-def _check_sandbox(sandbox: Sandbox, seconds: int) -> Sandbox:
-    """`sandbox` with the checks' own time limit instead of a one-off
-    command's (a suite takes longer than an agent's `ls`)."""
-    from agents.sandbox import Sandbox
-
-    try:
-        jail = sandbox.jail
-    except JailUnavailable:
-        return sandbox  # run_check says why commands cannot run
-    limits = dataclasses.replace(
-        jail.limits, wall_seconds=float(seconds), cpu_seconds=int(seconds)
-    )
-    return Sandbox(
-        sandbox.root,
-        jail=dataclasses.replace(jail, limits=limits),
-        allowed_commands=sandbox.allowed_commands,
-    )
-
-
-def run_checks(sandbox: Sandbox, repository: Repository) -> list[CheckRun]:
-    """Run every configured command in the sandbox, the tests first, each
-    within the repository's check timeout."""
-    checking = _check_sandbox(sandbox, check_timeout(repository))
-    return [
-        run_check(checking, kind, command)
-        for kind, command in configured_commands(repository)
-    ]
-
-
-def commands_note(repository: Repository) -> str:
-    """The repository's commands, for every role's prompt."""
-    lines = []
-    for kind, command in configured_commands(repository):
-        shown = command.replace(f" --junitxml={JUNIT_PLACEHOLDER}", "").replace(
-            JUNIT_PLACEHOLDER, "/tmp/junit.xml"
-        )
-        lines.append(f"- {CHECK_LABELS.get(kind, kind)}: `{shown}`")
-    return (
-        "The repository's check commands (QA runs them on the change and on the "
-        "base branch; run them yourself with bash):\n" + "\n".join(lines)
-    )
-
-
-def is_new_problem(check: CheckRun, base: dict[str, Any] | None) -> bool:
-    """Whether `check`'s failure is the change's: it fails here, and it
-    passed on the base commit, or new tests fail, or it fails differently
-    without naming tests. `base`: the check's outcome on the base commit
-    (agents.baseline), None when unknown."""
-    if check.ok:
-        return False
-    if base is None or base.get("status") == "passed":
-        return True
-    names = {str(f.get("name")) for f in test_results(check)["failures"]}
-    if check.kind == TEST and names and base.get("failing"):
-        return bool(names - set(base["failing"]))
-    return check.status != base.get("status")
-
-
-def run_check(sandbox: Sandbox, kind: str, command: str) -> CheckRun:
-    """Run one command in the jail. A test command with {junit_xml} writes its
-    JUnit XML to a fresh folder outside the worktree (mounted writable in the
-    jail), read and removed afterwards."""
-    check = CheckRun(kind=kind, command=command)
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        check.not_run = f"the command cannot be parsed: {exc}"
-        return check
-    junit_dir = None
-    junit_path = None
-    if any(JUNIT_PLACEHOLDER in arg for arg in argv):
-        junit_dir = Path(tempfile.mkdtemp(prefix="codex-junit-"))
-        # The jail's user writes here; nothing else is in the folder.
-        junit_dir.chmod(0o777)
-        junit_path = junit_dir / "junit.xml"
-        try:
-            inside = sandbox.jail.output_path(junit_dir, "junit.xml")
-        except JailUnavailable as exc:
-            shutil.rmtree(junit_dir, ignore_errors=True)
-            check.not_run = f"commands cannot run: {exc}"
-            return check
-        argv = [arg.replace(JUNIT_PLACEHOLDER, inside) for arg in argv]
-    try:
-        try:
-            result = sandbox.run_command(argv, outputs=junit_dir)
-        except ToolError as exc:
-            check.not_run = str(exc)
-            return check
-        check.exit_code = None if result.timed_out else result.exit_code
-        check.timed_out = result.timed_out
-        check.output = result.output
-        if junit_path is not None:
-            try:
-                check.junit = parse_junit(junit_path)
-            except JUnitError as exc:
-                check.junit_note = str(exc)
-    finally:
-        if junit_dir is not None:
-            shutil.rmtree(junit_dir, ignore_errors=True)
-    return check
-
-
-def unrunnable(checks: list[CheckRun]) -> str:
-    """Why verification cannot go on, when a configured command could not
-    even start (an unknown or disallowed program, unparsable quoting): that
-    is for a person to fix in the repository's commands, not for the
-    developer. "" when every command ran."""
-    broken = [check for check in checks if check.status == "not_run"]
-    if not broken:
-        return ""
-    return "; ".join(
-        f"the {CHECK_LABELS.get(c.kind, c.kind)} command `{c.command}` could not "
-        f"run: {c.not_run}"
-        for c in broken
-    ) + (
-        " (fix the repository's verification commands in the admin, or "
-        "CODEX_SANDBOX_PATH)"
-    )
-
-
-def test_results(check: CheckRun | None) -> dict[str, Any]:
-    """The report's test fields from the test run: JUnit XML when there is
-    one, else pytest's output; a failed run without a named failing test gets
-    one failure entry naming the command."""
-    if check is None:
-        return parse_pytest("")
-    results = check.junit if check.junit is not None else parse_pytest(check.output)
-    results = {**results, "failures": list(results["failures"])}
-    if not check.ok and not results["failures"]:
-        results["failures"] = [
-            {
-                "name": check.command,
-                "error": f"{check.describe()}: " + check.output[-1500:],
-            }
-        ]
-    return results
 
 
 # -- the prompt -------------------------------------------------------------------
@@ -414,87 +184,164 @@ def _short_names(failures: list[dict[str, Any]]) -> list[str]:
     return sorted(names, key=len, reverse=True)
 
 
-def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
-    checks: list[CheckRun] = list(context.checks)
+@dataclass
+class _Outcome:
+    """What the real runs say once set against the base commit
+    (agents.baseline): the test run's report fields, whether the tests count
+    as passing, and the other checks that failed because of the change."""
+
+    checks: list[CheckRun]
+    test: CheckRun | None
+    run: dict[str, Any]  # test_results, failures already there marked pre_existing
+    tests_ok: bool
+    others_failed: list[CheckRun]
+
+
+def _outcome(checks: list[CheckRun], baseline: dict[str, Any] | None) -> _Outcome:
+    """The checks judged against the base commit's (`baseline`: the context's
+    extra["baseline"], None when unknown)."""
+    base = (baseline or {}).get("checks") or {}
     test = next((c for c in checks if c.kind == TEST), None)
     run = test_results(test)
-    # What already failed on the base commit is not the change's (agents.baseline).
-    base = (context.extra.get("baseline") or {}).get("checks") or {}
-    pre_existing = set((base.get(TEST) or {}).get("failing") or [])
     tests_ok = test is not None and not is_new_problem(test, base.get(TEST))
-    if test is not None and not test.ok and tests_ok:
-        for failure in run["failures"]:
-            failure["pre_existing"] = True
-    else:
-        for failure in run["failures"]:
-            if failure.get("name") in pre_existing:
-                failure["pre_existing"] = True
+    _mark_pre_existing(run["failures"], test, tests_ok, base.get(TEST))
     others_failed = [
         c for c in checks if c.kind != TEST and is_new_problem(c, base.get(c.kind))
     ]
-    recommendation = result["recommendation"]
+    return _Outcome(checks, test, run, tests_ok, others_failed)
+
+
+def _mark_pre_existing(
+    failures: list[dict[str, Any]],
+    test: CheckRun | None,
+    tests_ok: bool,
+    base_test: dict[str, Any] | None,
+) -> None:
+    """Mark the failing tests that are not the change's: all of them when the
+    test run failed but only as it did on the base, else those that also
+    failed there."""
+    failed_as_on_the_base = test is not None and not test.ok and tests_ok
+    failing_on_the_base = set((base_test or {}).get("failing") or [])
+    for failure in failures:
+        if failed_as_on_the_base or failure.get("name") in failing_on_the_base:
+            failure["pre_existing"] = True
+
+
+def _check_failures(others_failed: list[CheckRun]) -> list[dict[str, Any]]:
+    """A failure entry for each lint or type check the change broke."""
+    return [
+        {
+            "name": f"{CHECK_LABELS.get(c.kind, c.kind)}: {c.command}",
+            "error": f"{c.describe()}: " + c.output[-ERROR_CHARS:],
+            "check": c.kind,
+        }
+        for c in others_failed
+    ]
+
+
+def _feedback_items(result: dict[str, Any], outcome: _Outcome) -> list[str]:
+    """The developer's to-do list: the failing tests that are the change's,
+    the agent's own items, then the broken checks."""
     items = [str(item) for item in result.get("feedback_items") or []]
-    criteria = _criteria(
-        result["acceptance_criteria"],
-        _short_names(run["failures"]) if not tests_ok else [],
-    )
-    if not tests_ok:
-        recommendation = "request_changes"
+    if not outcome.tests_ok:
         items = [
             f"Fix failing test {f['name']}: {f['error']}".strip(": ")
-            for f in run["failures"]
+            for f in outcome.run["failures"]
             if not f.get("pre_existing")
         ] + items
-    for check in others_failed:
+    for check in outcome.others_failed:
         label = CHECK_LABELS.get(check.kind, check.kind)
-        run["failures"].append(
-            {
-                "name": f"{label}: {check.command}",
-                "error": f"{check.describe()}: " + check.output[-ERROR_CHARS:],
-                "check": check.kind,
-            }
-        )
         items.append(
             f"Make the {label} command `{check.command}` pass ({check.describe()})."
         )
-        if _checks_block():
-            recommendation = "request_changes"
+    return items
+
+
+def _recommendation(
+    result: dict[str, Any], outcome: _Outcome, criteria: list[dict[str, Any]]
+) -> str:
+    """The agent's recommendation, unless failing tests, a broken check (when
+    CODEX_QA_CHECKS_BLOCK) or a criterion not passed send the change back."""
+    if not outcome.tests_ok or (outcome.others_failed and _checks_block()):
+        return "request_changes"
     if any(c.get("status") != "passed" for c in criteria):
-        recommendation = "request_changes"
-    feedback: dict[str, Any] = {"checks": [check_summary(c) for c in checks]}
-    known = [f["name"] for f in run["failures"] if f.get("pre_existing")]
+        return "request_changes"
+    return result["recommendation"]
+
+
+def _pre_existing_failures(outcome: _Outcome) -> list[str]:
+    """What failed already on the base: reported, not the developer's to fix."""
+    known = [f["name"] for f in outcome.run["failures"] if f.get("pre_existing")]
     known += [
         f"{CHECK_LABELS.get(c.kind, c.kind)}: {c.command}"
-        for c in checks
-        if c.kind != TEST and not c.ok and c not in others_failed
+        for c in outcome.checks
+        if c.kind != TEST and not c.ok and c not in outcome.others_failed
     ]
+    return known
+
+
+def _changes_requested(
+    result: dict[str, Any], outcome: _Outcome, items: list[str]
+) -> dict[str, Any]:
+    """The feedback's fields when the change goes back to the developer:
+    priority, summary, items and the failing commands' output tails."""
+    summary = result["summary"]
+    if not outcome.tests_ok:
+        failed_count = outcome.run["tests_failed"] or "some"
+        summary = f"{failed_count} test(s) failed: {summary}"
+    fields: dict[str, Any] = {
+        "priority": "high"
+        if not outcome.tests_ok or outcome.others_failed
+        else "medium",
+        "summary": summary,
+        "items": items,
+    }
+    if outcome.test is not None:
+        fields["test_command"] = outcome.test.command
+        fields["test_output"] = outcome.test.output[-OUTPUT_TAIL_CHARS:]
+    failed = [c for c in outcome.checks if not c.ok]
+    if failed:
+        fields["check_outputs"] = {
+            c.kind: c.output[-OUTPUT_TAIL_CHARS:] for c in failed
+        }
+    return fields
+
+
+def _feedback(
+    result: dict[str, Any], outcome: _Outcome, recommendation: str
+) -> dict[str, Any]:
+    """The report's feedback: every check's outcome, what failed already on
+    the base, and what the developer must change when the change goes back."""
+    feedback: dict[str, Any] = {"checks": [check_summary(c) for c in outcome.checks]}
+    known = _pre_existing_failures(outcome)
     if known:
-        # Reported, not the developer's to fix (agents.baseline).
         feedback["pre_existing_failures"] = known
     if recommendation == "request_changes":
-        summary = result["summary"]
-        if not tests_ok:
-            summary = f"{run['tests_failed'] or 'some'} test(s) failed: {summary}"
         feedback.update(
-            priority="high" if not tests_ok or others_failed else "medium",
-            summary=summary,
-            items=items,
+            _changes_requested(result, outcome, _feedback_items(result, outcome))
         )
-        failed = [c for c in checks if not c.ok]
-        if test is not None:
-            feedback["test_command"] = test.command
-            feedback["test_output"] = test.output[-OUTPUT_TAIL_CHARS:]
-        if failed:
-            feedback["check_outputs"] = {
-                c.kind: c.output[-OUTPUT_TAIL_CHARS:] for c in failed
-            }
+    return feedback
+
+
+def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult:
+    """The verification report from the agent's `result` and the real runs
+    (context.checks), judged against the base commit; records the cycle's
+    BuildResult."""
+    outcome = _outcome(list(context.checks), context.extra.get("baseline"))
+    failing = _short_names(outcome.run["failures"]) if not outcome.tests_ok else []
+    criteria = _criteria(result["acceptance_criteria"], failing)
+    recommendation = _recommendation(result, outcome, criteria)
+    failures = outcome.run["failures"] + _check_failures(outcome.others_failed)
     verification: dict[str, Any] = {
-        **run,
+        **outcome.run,
+        "failures": failures,
         "acceptance_criteria": criteria,
         "recommendation": recommendation,
-        "feedback": feedback,
+        "feedback": _feedback(result, outcome, recommendation),
     }
-    record_build(context, checks, run["failures"], tests_ok, others_failed)
+    record_build(
+        context, outcome.checks, failures, outcome.tests_ok, outcome.others_failed
+    )
     return PhaseResult(verification=verification)
 
 

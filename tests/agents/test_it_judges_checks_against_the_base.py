@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from agents import check_runs
 from agents.roles import qa
 from agents.roles.qa import CheckRun, is_new_problem
 from agents.sandbox import Sandbox
@@ -82,6 +83,6 @@ def test_the_checks_time_limit_is_the_repositorys(settings, worktree):
     repository.check_timeout_seconds = 1800
     assert qa.check_timeout(repository) == 1800
     sandbox = Sandbox(worktree)
-    checking = qa._check_sandbox(sandbox, 1800)
+    checking = check_runs._check_sandbox(sandbox, 1800)
     assert checking.jail.limits.wall_seconds == 1800
     assert sandbox.jail.limits.wall_seconds < 1800  # one-off commands keep theirs
