@@ -8,11 +8,15 @@ from codex.fleet.models.choices import (
     ReviewLoopStatus,
     RunStatus,
 )
-from codex.fleet.models.instance import (
+from codex.fleet.models.instance import AgentInstance
+from codex.fleet.models.instance_ids import (
     INSTANCE_ID_PATTERN,
-    AgentInstance,
     new_instance_id,
     parse_instance_id,
+)
+from codex.fleet.models.instance_queryset import (
+    MAX_PARALLEL_CODING,
+    ParallelLimitReached,
 )
 from codex.fleet.models.relationship import InstanceRelationship
 from codex.fleet.models.run import AgentRun, new_session_id
@@ -25,6 +29,8 @@ __all__ = [
     "InstanceRelationship",
     "InstanceStatus",
     "InstanceType",
+    "MAX_PARALLEL_CODING",
+    "ParallelLimitReached",
     "RelationshipType",
     "ReviewLoopStatus",
     "RunStatus",
