@@ -20,6 +20,7 @@ from django_fsm import ConcurrentTransitionMixin, FSMField, FSMModelMixin, trans
 from codex.core.backoff import backoff_seconds
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event, EventKind
+from integrations.notify.senders import OutgoingMessage
 
 # Five tries, one minute doubling up to an hour between them
 # (docs/domain/notifications.md#notification-outbox).
@@ -181,8 +182,21 @@ class Notification(ConcurrentTransitionMixin, FSMModelMixin, models.Model):
                 self._log("pending", "sending", "claimed for delivery")
         return bool(claimed)
 
-    def deliver(self, sender: Callable[[Notification], Any]) -> bool:
-        """Send with `sender(notification)` unless someone claimed it already.
+    def outgoing_message(self) -> OutgoingMessage:
+        """What a sender delivers: this notification's fields as plain data."""
+        return OutgoingMessage(
+            notification_id=self.notification_id,
+            channel=self.channel,
+            recipient=self.recipient,
+            subject=self.subject,
+            body=self.body,
+            task_id=self.task.task_id if self.task is not None else None,
+            created_at=self.created_at,
+        )
+
+    def deliver(self, sender: Callable[[OutgoingMessage], Any]) -> bool:
+        """Send with `sender(message)` (`outgoing_message()`) unless someone
+        claimed it already.
 
         Returns True when this call sent it. A sender that raises schedules a
         retry with backoff (or the server's retry_after from a ClassifiedFailure)
@@ -192,7 +206,7 @@ class Notification(ConcurrentTransitionMixin, FSMModelMixin, models.Model):
         if not self.claim():
             return False
         try:
-            sender(self)
+            sender(self.outgoing_message())
         except Exception as exc:  # noqa: BLE001 - any failure is recorded
             with transaction.atomic():
                 if self._should_retry(exc):

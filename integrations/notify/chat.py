@@ -1,21 +1,19 @@
 """Chat channels: Microsoft Teams and Slack incoming webhooks.
 
 Both are HTTP POSTs of a JSON message to a URL the chat service made for a
-channel; the URL is the credential, so it is kept as an encrypted
-configuration value (notify.teams.webhook_url, notify.slack.webhook_url) and
-read when a message is sent. Failures are classified as for any webhook
+channel; the URL is the credential, so the caller keeps it (the outbox reads
+it from an encrypted configuration value, notify.teams.webhook_url or
+notify.slack.webhook_url, when it sends) and passes it in: without one, a send
+needs a person. Failures are classified as for any webhook
 (`WebhookSender`): 429 and 5xx wait (honouring Retry-After), other 4xx need a
 person, lost connections retry.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from integrations.notify.senders import WebhookSender
-
-if TYPE_CHECKING:
-    from codex.notifications.models import Notification
+from integrations.notify.senders import OutgoingMessage, WebhookSender
 
 # Slack shows at most 3000 characters in one text block; Teams cards are
 # limited to about 28 KB in all. Longer bodies are cut with a marker.
@@ -33,12 +31,6 @@ def slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _configured(key: str) -> str | None:
-    from codex.configuration.config import get_config
-
-    return get_config(key)
-
-
 class TeamsSender(WebhookSender):
     """Posts an Adaptive Card message to a Teams incoming webhook (the
     `message` with an `application/vnd.microsoft.card.adaptive` attachment
@@ -48,10 +40,10 @@ class TeamsSender(WebhookSender):
     url_source = "configuration notify.teams.webhook_url"
 
     def configured_url(self) -> str | None:
-        """Configuration notify.teams.webhook_url."""
-        return _configured("notify.teams.webhook_url")
+        """None: no setting holds it, the caller passes the URL."""
+        return None
 
-    def payload(self, notification: Notification) -> dict[str, Any]:
+    def payload(self, notification: OutgoingMessage) -> dict[str, Any]:
         """The card: the subject as its title, the body as wrapped text."""
         body = [
             {
@@ -92,10 +84,10 @@ class SlackSender(WebhookSender):
     url_source = "configuration notify.slack.webhook_url"
 
     def configured_url(self) -> str | None:
-        """Configuration notify.slack.webhook_url."""
-        return _configured("notify.slack.webhook_url")
+        """None: no setting holds it, the caller passes the URL."""
+        return None
 
-    def payload(self, notification: Notification) -> dict[str, Any]:
+    def payload(self, notification: OutgoingMessage) -> dict[str, Any]:
         """Slack's incoming-webhook message."""
         subject = slack_escape(notification.subject or "Codex")
         body = _cut(slack_escape(notification.body), SLACK_TEXT_CHARS)

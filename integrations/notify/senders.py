@@ -1,7 +1,8 @@
 """Notification senders: log, e-mail and webhook channels (Teams and Slack in
 `chat`).
 
-A sender delivers one `Notification` and returns a receipt, or raises a
+A sender delivers one `OutgoingMessage` (plain data: the outbox builds it from
+its row and records the outcome itself) and returns a receipt, or raises a
 `ClassifiedFailure` (source "notify") saying what the outbox should do next:
 wait_retry (the outbox backs off, honouring retry_after), or manual_review /
 abort (the outbox fails the notification at once; an operator may retry it).
@@ -18,7 +19,9 @@ import logging
 import smtplib
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -36,9 +39,6 @@ from codex.core.errors import (
     make_error,
 )
 
-if TYPE_CHECKING:
-    from codex.notifications.models import Notification
-
 logger = logging.getLogger(__name__)
 
 SOURCE = Source.NOTIFY
@@ -49,11 +49,25 @@ DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10
 ERROR_BODY_CHARS = 500
 
 
+@dataclass(frozen=True, kw_only=True)
+class OutgoingMessage:
+    """One notification to deliver, as plain data."""
+
+    notification_id: str
+    channel: str
+    recipient: str
+    created_at: datetime
+    subject: str = ""
+    body: str = ""
+    # The task it is about (its task id), if any.
+    task_id: str | None = None
+
+
 @runtime_checkable
 class Sender(Protocol):
     """A notification channel: `send` delivers one notification."""
 
-    def send(self, notification: Notification) -> dict[str, Any]:
+    def send(self, notification: OutgoingMessage) -> dict[str, Any]:
         """Deliver `notification`; return a receipt such as {"channel", "id"}.
 
         Raises ClassifiedFailure (source notify) when it was not delivered.
@@ -72,17 +86,19 @@ CHANNEL_SENDERS = {
 }
 
 
-def get_sender(channel: str | None = None) -> Sender:
-    """The sender for a notification of `channel`, instantiated with no
-    arguments: settings.CODEX_NOTIFY_SENDER (a dotted class path) when set,
-    which then carries every channel (development, tests); else the channel's
-    own sender; else (a channel no sender knows) the log."""
+def get_sender(channel: str | None = None, *, url: str | None = None) -> Sender:
+    """The sender for a notification of `channel`: settings.CODEX_NOTIFY_SENDER
+    (a dotted class path, instantiated with no arguments) when set, which then
+    carries every channel (development, tests); else the channel's own sender,
+    given `url` when its caller has one (a chat channel's webhook URL is a
+    secret its caller keeps); else (a channel no sender knows) the log."""
     override = getattr(settings, "CODEX_NOTIFY_SENDER", "")
     if override:
         return import_string(override)()
-    return import_string(
+    sender_class = import_string(
         CHANNEL_SENDERS.get(channel or "log", CHANNEL_SENDERS["log"])
-    )()
+    )
+    return sender_class(url=url) if url else sender_class()
 
 
 def _failure(
@@ -109,7 +125,7 @@ class LogSender:
 
     channel = "log"
 
-    def send(self, notification: Notification) -> dict[str, Any]:
+    def send(self, notification: OutgoingMessage) -> dict[str, Any]:
         """Log the notification; never fails."""
         logger.info(
             "notification %s to %s via %s: %s\n%s",
@@ -122,7 +138,7 @@ class LogSender:
         return {"channel": self.channel, "id": notification.notification_id}
 
 
-def message_id(notification: Notification, from_email: str) -> str:
+def message_id(notification: OutgoingMessage, from_email: str) -> str:
     """A Message-ID derived from the notification id, so that a mail system
     that somehow sees the same notification twice can tell it is one message."""
     digest = hashlib.sha256(notification.notification_id.encode()).hexdigest()[:32]
@@ -150,7 +166,7 @@ class EmailSender:
             or settings.DEFAULT_FROM_EMAIL
         )
 
-    def send(self, notification: Notification) -> dict[str, Any]:
+    def send(self, notification: OutgoingMessage) -> dict[str, Any]:
         """Send one e-mail; returns {"channel": "email", "id": Message-ID}."""
         recipient = notification.recipient.strip()
         if "@" not in recipient:
@@ -235,20 +251,19 @@ class WebhookSender:
         """The URL the settings give this channel."""
         return getattr(settings, "CODEX_NOTIFY_WEBHOOK_URL", None)
 
-    def payload(self, notification: Notification) -> dict[str, Any]:
+    def payload(self, notification: OutgoingMessage) -> dict[str, Any]:
         """The JSON document the webhook receives."""
-        task = notification.task
         return {
             "notification_id": notification.notification_id,
             "channel": notification.channel,
             "recipient": notification.recipient,
             "subject": notification.subject,
             "body": notification.body,
-            "task": task.task_id if task is not None else None,
+            "task": notification.task_id,
             "created_at": notification.created_at.isoformat(),
         }
 
-    def send(self, notification: Notification) -> dict[str, Any]:
+    def send(self, notification: OutgoingMessage) -> dict[str, Any]:
         """POST once; returns {"channel": "webhook", "id": ..., "status": ...}."""
         if not self.url:
             raise _failure(Action.MANUAL_REVIEW, f"{self.url_source} is not configured")

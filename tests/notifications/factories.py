@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from codex.notifications.models import Notification
+from integrations.notify.senders import OutgoingMessage
 
 _ids = itertools.count(1)
 
@@ -17,6 +18,11 @@ def enqueue(notification_id: str | None = None, **fields) -> Notification:
         notification_id or f"FEAT-20260119-abc123:escalated:{next(_ids)}", **values
     )
     return notification
+
+
+def outgoing(notification_id: str | None = None, **fields) -> OutgoingMessage:
+    """Queue a notification (as `enqueue`) and return what a sender delivers."""
+    return enqueue(notification_id, **fields).outgoing_message()
 
 
 class Sender:

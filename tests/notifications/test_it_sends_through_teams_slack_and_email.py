@@ -12,7 +12,7 @@ from django.core import mail
 
 from codex.configuration.models import Setting
 from codex.notifications.announcements import announce
-from codex.notifications.jobs import drain_outbox
+from codex.notifications.jobs import drain_outbox, sender_for
 from codex.notifications.models import Notification
 from integrations.notify.chat import SlackSender, TeamsSender
 from tests.configuration.factories import KEY_A
@@ -71,7 +71,7 @@ def test_the_drain_sends_each_row_through_its_channel_once(channels):
 def test_slack_text_from_an_issue_cannot_mention_the_whole_channel():
     notification = Notification(
         notification_id="n", subject="<!channel> look", body="<@U123> & <!here>"
-    )
+    ).outgoing_message()
 
     payload = SlackSender(url="http://127.0.0.1:9/unused").payload(notification)
 
@@ -110,7 +110,10 @@ def test_the_teams_url_is_read_from_the_database_when_sending(settings):
         "notify.teams.webhook_url", "https://example.webhook.office.com/a", actor="u"
     )
 
-    assert TeamsSender().url == "https://example.webhook.office.com/a"
+    sender = sender_for("teams")
+
+    assert isinstance(sender, TeamsSender)
+    assert sender.url == "https://example.webhook.office.com/a"
 
 
 def test_unknown_channels_are_ignored_and_email_needs_recipients(settings):

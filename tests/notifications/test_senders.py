@@ -19,8 +19,9 @@ from integrations.notify.senders import (
     WebhookSender,
     get_sender,
 )
+from tests.factories import make_task
 from tests.notifications.conftest import Hook
-from tests.notifications.factories import enqueue
+from tests.notifications.factories import enqueue, outgoing
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,7 @@ def test_get_sender_builds_the_configured_class(settings):
 
 
 def test_log_sender_logs_at_info_and_returns_a_receipt(caplog):
-    notification = enqueue("n-log", subject="Escalated", body="Please answer.")
+    notification = outgoing("n-log", subject="Escalated", body="Please answer.")
     with caplog.at_level(logging.INFO, logger="integrations.notify.senders"):
         receipt = LogSender().send(notification)
     assert receipt == {"channel": "log", "id": "n-log"}
@@ -69,7 +70,7 @@ def failing_mail(settings) -> Iterator[type[FailingBackend]]:
 def test_email_goes_to_the_recipient_with_a_stable_message_id(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.DEFAULT_FROM_EMAIL = "codex@example.com"
-    notification = enqueue(
+    notification = outgoing(
         "n-mail", recipient="bob@example.com", subject="Escalated", body="Answer me."
     )
 
@@ -85,20 +86,20 @@ def test_email_goes_to_the_recipient_with_a_stable_message_id(settings):
     assert receipt["id"].endswith("@example.com>")
     # Derived from the notification id: the same notification, the same id.
     assert EmailSender().send(notification)["id"] == receipt["id"]
-    other = enqueue("n-mail-2", recipient="bob@example.com")
+    other = outgoing("n-mail-2", recipient="bob@example.com")
     assert EmailSender().send(other)["id"] != receipt["id"]
 
 
 def test_email_without_a_subject_gets_one(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    EmailSender().send(enqueue("n-bare", recipient="bob@example.com", subject=""))
+    EmailSender().send(outgoing("n-bare", recipient="bob@example.com", subject=""))
     assert mail.outbox[0].subject == "Codex notification n-bare"
 
 
 def test_a_recipient_that_is_no_address_aborts_without_sending(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     with pytest.raises(ClassifiedFailure) as caught:
-        EmailSender().send(enqueue(recipient="team-alpha"))
+        EmailSender().send(outgoing(recipient="team-alpha"))
     assert caught.value.error.action is Action.ABORT
     assert str(caught.value.error.source) == "notify"
     assert mail.outbox == []
@@ -131,7 +132,7 @@ def test_a_recipient_that_is_no_address_aborts_without_sending(settings):
 def test_smtp_failures_are_classified(failing_mail, error, action):
     failing_mail.error = error
     with pytest.raises(ClassifiedFailure) as caught:
-        EmailSender().send(enqueue(recipient="bob@example.com"))
+        EmailSender().send(outgoing(recipient="bob@example.com"))
     classified = caught.value.error
     assert classified.action is action
     assert classified.recoverable is action.recoverable
@@ -160,7 +161,7 @@ def test_a_lost_smtp_connection_schedules_a_retry(failing_mail):
 
 def test_webhook_posts_the_notification_as_json(hook, settings):
     settings.CODEX_NOTIFY_WEBHOOK_URL = f"{hook}/ok"
-    notification = enqueue("n-hook", recipient="team-alpha", body="Answer me.")
+    notification = outgoing("n-hook", recipient="team-alpha", body="Answer me.")
 
     receipt = WebhookSender().send(notification)
 
@@ -174,9 +175,20 @@ def test_webhook_posts_the_notification_as_json(hook, settings):
     assert request["json"]["task"] is None
 
 
+def test_the_webhook_names_the_task_by_its_task_id(hook):
+    task = make_task()
+    notification = outgoing("n-task", task=task)
+
+    WebhookSender(url=f"{hook}/ok").send(notification)
+
+    (request,) = Hook.received
+    assert request["json"]["task"] == task.task_id
+    assert request["json"]["created_at"] == notification.created_at.isoformat()
+
+
 def test_a_429_waits_as_long_as_the_server_says(hook):
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender(url=f"{hook}/busy").send(enqueue())
+        WebhookSender(url=f"{hook}/busy").send(outgoing())
     error = caught.value.error
     assert (error.code, error.action, error.retry_after) == (
         429,
@@ -188,7 +200,7 @@ def test_a_429_waits_as_long_as_the_server_says(hook):
 
 def test_a_500_waits_and_retries(hook):
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender(url=f"{hook}/broken").send(enqueue())
+        WebhookSender(url=f"{hook}/broken").send(outgoing())
     error = caught.value.error
     assert (error.code, error.action, error.recoverable) == (
         500,
@@ -199,7 +211,7 @@ def test_a_500_waits_and_retries(hook):
 
 def test_a_404_needs_a_person(hook):
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender(url=f"{hook}/gone").send(enqueue())
+        WebhookSender(url=f"{hook}/gone").send(outgoing())
     assert caught.value.error.action is Action.MANUAL_REVIEW
 
 
@@ -209,7 +221,7 @@ def test_a_refused_connection_waits_and_retries():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender(url=f"http://127.0.0.1:{port}/ok", timeout=5).send(enqueue())
+        WebhookSender(url=f"http://127.0.0.1:{port}/ok", timeout=5).send(outgoing())
     assert (caught.value.error.code, caught.value.error.action) == (
         0,
         Action.WAIT_RETRY,
@@ -219,7 +231,7 @@ def test_a_refused_connection_waits_and_retries():
 def test_without_a_url_the_notification_needs_a_person(settings):
     settings.CODEX_NOTIFY_WEBHOOK_URL = None
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender().send(enqueue())
+        WebhookSender().send(outgoing())
     assert caught.value.error.action is Action.MANUAL_REVIEW
 
 
@@ -227,7 +239,7 @@ def test_only_http_urls_are_opened(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("do not post me")
     with pytest.raises(ClassifiedFailure) as caught:
-        WebhookSender(url=secret.as_uri()).send(enqueue())
+        WebhookSender(url=secret.as_uri()).send(outgoing())
     assert caught.value.error.action is Action.MANUAL_REVIEW
 
 
