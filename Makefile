@@ -18,6 +18,10 @@ $(VENV)/.installed-dev: requirements/base.txt requirements/dev.txt | $(PY)
 	$(PIP) install --quiet -r requirements/dev.txt
 	touch $@
 
+$(VENV)/.installed-bench: requirements/base.txt requirements/dev.txt requirements/bench.txt | $(PY)
+	$(PIP) install --quiet -r requirements/bench.txt
+	touch $@
+
 ## run: the console (http://127.0.0.1:8000/admin/) and a worker, on SQLite by default.
 ## `make run HOST=0.0.0.0 PORT=8080` to choose where the console listens. The
 ## first run makes development keys under var/ (codex/settings/security.py, Keys).
@@ -85,12 +89,12 @@ check: $(VENV)/.installed-dev
 	$(PY) manage.py makemigrations --check --dry-run
 
 ## bench: the benchmarks (bench/REPORT.md) on PostgreSQL, a few minutes (load from
-## Locust, a dev requirement); writes bench/REPORT.md and bench/report.json
-bench: $(VENV)/.installed-base $(VENV)/.installed-dev
+## Locust, in requirements/bench.txt); writes bench/REPORT.md and bench/report.json
+bench: $(VENV)/.installed-base $(VENV)/.installed-bench
 	$(PY) -m bench.run
 
 ## bench-smoke: the same in a short mode for CI; writes var/bench/
-bench-smoke: $(VENV)/.installed-base $(VENV)/.installed-dev
+bench-smoke: $(VENV)/.installed-base $(VENV)/.installed-bench
 	$(PY) -m bench.run --smoke
 
 ci:

@@ -438,7 +438,7 @@ def _ack_figures(ack: dict | None) -> list[dict]:
     if ack is None:
         return [
             not_measured(
-                NAME, "ms", GOAL, "locust is not installed (requirements/dev.txt)"
+                NAME, "ms", GOAL, "locust is not installed (requirements/bench.txt)"
             )
         ]
     a, c, paced = ack["ack"], ack["ceiling"], ack["paced"]
