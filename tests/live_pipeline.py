@@ -1,7 +1,7 @@
 """Many tasks through all six phases with live workers, a scripted model and
 the local forge: the harness of the chaos, fault-storm and throughput tests.
 
-What is real: `manage.py qcluster` subprocesses (tests/workers_live/cluster.py)
+What is real: `manage.py qcluster` subprocesses (tests/workers/live/cluster.py)
 on the test's PostgreSQL database and the ORM broker, the AgentPhaseRunner with
 the anthropic SDK speaking HTTP to tests/model_stub.py's ModelStub on loopback,
 git worktrees, pytest run by the QA phase in each worktree, and the local forge
@@ -222,7 +222,7 @@ class FileSender:
     per send, so a test counts deliveries across processes."""
 
     def send(self, notification: Any) -> dict[str, Any]:
-        from tests.workers_live.side_effect_runner import append_line
+        from tests.workers.live.side_effect_runner import append_line
 
         append_line(os.environ[NOTIFY_LOG], notification.notification_id)
         return {"channel": "file", "id": notification.notification_id}
@@ -252,7 +252,7 @@ class LivePipeline:
 
     def worker_env(self, *, workers: int = 2, **extra: str) -> dict[str, str]:
         """A live worker's environment (module docstring)."""
-        from tests.workers_live.cluster import Files, worker_env
+        from tests.workers.live.cluster import Files, worker_env
 
         files = Files(
             side_effect_log=self.root / "side_effects.log",
@@ -345,7 +345,7 @@ class LivePipeline:
     ) -> Counter:
         """Until every task is completed, failed, cancelled or escalated;
         `tick` runs every poll (e.g. a scheduled job the test drives)."""
-        from tests.workers_live.cluster import wait_for
+        from tests.workers.live.cluster import wait_for
 
         def settled() -> Counter | None:
             if tick is not None:
@@ -432,7 +432,7 @@ def live_clusters(transactional_db, tmp_path):
     seeded schedules go first: the test drives what it needs itself."""
     from django_q.models import Schedule
 
-    from tests.workers_live.cluster import Clusters
+    from tests.workers.live.cluster import Clusters
 
     Schedule.objects.all().delete()
     started = Clusters(directory=tmp_path)

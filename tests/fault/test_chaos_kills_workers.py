@@ -55,8 +55,8 @@ from tests.live_pipeline import (  # noqa: F401 (live_clusters is a fixture)
     live_clusters,
     live_pipeline,
 )
-from tests.workers_live.helpers import completions
-from tests.workers_live.side_effect_runner import read_lines
+from tests.workers.live.helpers import completions
+from tests.workers.live.side_effect_runner import read_lines
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

@@ -3,7 +3,7 @@
 The live test starts a private PostgreSQL cluster (the shared one on 5432 is
 never touched), copies the migrated test database there, and runs the web
 tier (gunicorn, 2 sync workers) and a worker cluster (`manage.py qcluster`,
-ORM broker, the side-effect runner of tests/workers_live) against it. A
+ORM broker, the side-effect runner of tests/workers/live) against it. A
 client thread keeps POSTing tasks through the API while the workers advance
 them. Then the server is stopped for a few seconds and started again
 (`pg_ctl stop -m fast` and `start`: every connection is cut), and later
@@ -44,8 +44,8 @@ from rest_framework.test import APIClient
 from codex.core.database import DatabaseUnavailableMiddleware, unavailable_body
 from tests.factories import make_token, make_user
 from tests.fault.services import ROOT, Gunicorn, PrivatePostgres, wait_until
-from tests.workers_live.cluster import Clusters, Files, worker_env
-from tests.workers_live.helpers import assert_side_effects_once
+from tests.workers.live.cluster import Clusters, Files, worker_env
+from tests.workers.live.helpers import assert_side_effects_once
 
 TASK_BODY = {
     "repository": "https://github.com/acme/restart",

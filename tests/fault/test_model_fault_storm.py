@@ -57,7 +57,7 @@ from tests.live_pipeline import (  # noqa: F401 (live_clusters is a fixture)
     live_pipeline,
 )
 from tests.model_stub import Reply, dropped, error
-from tests.workers_live.helpers import completions
+from tests.workers.live.helpers import completions
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

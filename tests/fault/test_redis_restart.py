@@ -11,7 +11,7 @@ gone. What the test proves:
   pusher's BLPOP (and, if that fails for longer, the sentinel reincarnates the
   pusher); the re-queued steps below are run by the same cluster;
 - the steps that were in Redis are lost: their tasks stop moving, nothing is
-  queued for them (at-most-once, as tests/workers_live/test_redis_broker.py
+  queued for them (at-most-once, as tests/workers/live/test_redis_broker.py
   shows for a killed worker);
 - the recovery jobs bring every one of them back: the stuck-task recovery
   (codex.tasks.recovery, which also covers a pending task whose first step
@@ -38,8 +38,8 @@ from codex.tasks.recovery import recover_stuck_tasks
 from tests.factories import make_task
 from tests.fault.services import PrivateRedis, wait_until
 from tests.jobs import route_enqueues
-from tests.workers_live.cluster import Clusters, Files, wait_for, worker_env
-from tests.workers_live.helpers import assert_side_effects_once, completions
+from tests.workers.live.cluster import Clusters, Files, wait_for, worker_env
+from tests.workers.live.helpers import assert_side_effects_once, completions
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

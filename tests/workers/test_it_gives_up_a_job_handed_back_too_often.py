@@ -1,5 +1,5 @@
 """The redelivery limit, in the broker (fast; the live test with a step that
-really kills its worker is tests/workers_live/test_it_gives_up_a_job_that_keeps
+really kills its worker is tests/workers/live/test_it_gives_up_a_job_that_keeps
 _killing_its_worker.py): a started job whose worker died goes back to the queue
 with its count, CODEX_JOB_REDELIVERIES times; the next time it is dropped, the
 job is recorded as failed and its task blocked with the reason. Jobs handed

@@ -25,9 +25,9 @@ from django_q.models import Schedule
 
 from codex.tasks.models import Status, Task
 from tests.factories import make_task, put_in_state
-from tests.workers_live.brokers import default_env, held
-from tests.workers_live.cluster import wait_for
-from tests.workers_live.helpers import all_completed, assert_side_effects_once
+from tests.workers.live.brokers import default_env, held
+from tests.workers.live.cluster import wait_for
+from tests.workers.live.helpers import all_completed, assert_side_effects_once
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

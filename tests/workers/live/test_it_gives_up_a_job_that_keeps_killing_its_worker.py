@@ -13,10 +13,10 @@ from django_q.models import Task as JobResult
 
 from codex.tasks.models import Status, Task
 from tests.factories import make_task
-from tests.workers_live.brokers import REDIS_TEST_URL, held
-from tests.workers_live.cluster import wait_for, worker_env
-from tests.workers_live.helpers import all_completed
-from tests.workers_live.side_effect_runner import DIE_PHASES
+from tests.workers.live.brokers import REDIS_TEST_URL, held
+from tests.workers.live.cluster import wait_for, worker_env
+from tests.workers.live.helpers import all_completed
+from tests.workers.live.side_effect_runner import DIE_PHASES
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

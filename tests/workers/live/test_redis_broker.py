@@ -26,14 +26,14 @@ from django_q.brokers.redis_broker import Redis as RedisBroker
 
 from codex.core.models import SideEffect
 from tests.factories import make_task
-from tests.workers_live.cluster import JOB_RETRY, wait_for, worker_env
-from tests.workers_live.helpers import (
+from tests.workers.live.cluster import JOB_RETRY, wait_for, worker_env
+from tests.workers.live.helpers import (
     all_completed,
     assert_no_concurrent_runs,
     assert_side_effects_once,
     completions,
 )
-from tests.workers_live.side_effect_runner import side_effect_key
+from tests.workers.live.side_effect_runner import side_effect_key
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

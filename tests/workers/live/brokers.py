@@ -7,7 +7,7 @@ import redis
 from django_q.brokers.redis_broker import Redis as RedisBroker
 from django_q.models import OrmQ
 
-from tests.workers_live.cluster import Files, worker_env
+from tests.workers.live.cluster import Files, worker_env
 
 REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 # Default settings: the test harness's short leases and retries are removed.

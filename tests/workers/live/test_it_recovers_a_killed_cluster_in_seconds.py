@@ -18,10 +18,10 @@ import time
 import pytest
 
 from tests.factories import make_task
-from tests.workers_live.brokers import default_env
-from tests.workers_live.brokers import held as _held
-from tests.workers_live.cluster import wait_for
-from tests.workers_live.helpers import (
+from tests.workers.live.brokers import default_env
+from tests.workers.live.brokers import held as _held
+from tests.workers.live.cluster import wait_for
+from tests.workers.live.helpers import (
     all_completed,
     assert_no_concurrent_runs,
     assert_side_effects_once,

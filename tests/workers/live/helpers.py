@@ -6,8 +6,8 @@ from collections import Counter
 
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Status, Task
-from tests.workers_live.cluster import Files
-from tests.workers_live.side_effect_runner import side_effect_key
+from tests.workers.live.cluster import Files
+from tests.workers.live.side_effect_runner import side_effect_key
 
 PHASES = ["intake", "planning", "implementation", "verification", "review", "release"]
 

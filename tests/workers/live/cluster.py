@@ -25,10 +25,10 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connections
 
-from tests.workers_live import side_effect_runner as runner
+from tests.workers.live import side_effect_runner as runner
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNNER = "tests.workers_live.side_effect_runner.SideEffectRunner"
+RUNNER = "tests.workers.live.side_effect_runner.SideEffectRunner"
 
 # timeout < retry (settings refuse anything else); the minimum timeout is 10 s.
 JOB_TIMEOUT = 10

@@ -22,15 +22,15 @@ from codex.core.models import SideEffect, SideEffectStatus
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Phase, Status, Task
 from tests.factories import make_task
-from tests.workers_live.cluster import JOB_RETRY, LEASE_SECONDS, wait_for, worker_env
-from tests.workers_live.helpers import (
+from tests.workers.live.cluster import JOB_RETRY, LEASE_SECONDS, wait_for, worker_env
+from tests.workers.live.helpers import (
     PHASES,
     all_completed,
     assert_no_concurrent_runs,
     assert_side_effects_once,
     completions,
 )
-from tests.workers_live.side_effect_runner import side_effect_key
+from tests.workers.live.side_effect_runner import side_effect_key
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.jobs import route_enqueues
-from tests.workers_live.cluster import Clusters, Files
+from tests.workers.live.cluster import Clusters, Files
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def broker(request, enqueue_via):
     import redis
     from django_q.brokers.orm import ORM
 
-    from tests.workers_live.brokers import REDIS_TEST_URL, TestRedisBroker
+    from tests.workers.live.brokers import REDIS_TEST_URL, TestRedisBroker
 
     if request.param == "orm":
         yield "orm", enqueue_via(ORM()), None
