@@ -37,8 +37,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from codex.accounts.models import IdempotencyRecord
 from codex.core.api import Unprocessable
+from codex.core.idempotency_record import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 KEY_MAX_LENGTH = 200

@@ -412,3 +412,6 @@ class SideEffect(models.Model):
 
 
 from codex.core.clusters import WorkerCluster  # noqa: E402,F401 - registers the model
+from codex.core.idempotency_record import (  # noqa: E402,F401 - registers the model
+    IdempotencyRecord,
+)

@@ -8,8 +8,8 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from codex.accounts.models import IdempotencyRecord
 from codex.core.idempotency import prune_idempotency_records
+from codex.core.models import IdempotencyRecord
 from codex.tasks.models import Task
 from tests.api.conftest import assert_error_shape, role_client
 from tests.api.resources import make_escalation
