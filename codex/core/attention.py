@@ -1,9 +1,11 @@
-"""What the operator console's index asks attention for: held and stuck tasks,
-failing notifications, configuration that weakens safety.
+"""The Attention block of the operator console's index: what needs an
+operator now.
 
-Other code adds to it with `@attention_provider`: a function returning
-AttentionItems, asked on every visit of the console's index. A provider that
-fails becomes an item saying so; it never breaks the index.
+The apps add to it with `@attention_provider`: a function returning
+AttentionItems, asked on every visit of the console's index (the tasks app's
+are in codex.tasks.attention: held and stuck tasks, failing notifications,
+configuration that weakens safety). A provider that fails becomes an item
+saying so; it never breaks the index.
 """
 
 from __future__ import annotations
@@ -11,11 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
-
-from django.conf import settings
-from django.urls import reverse
-from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
@@ -59,125 +56,3 @@ def attention_items() -> list[AttentionItem]:
                 )
             )
     return sorted(items, key=lambda item: item.level != ERROR)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def _task_list(**filters: str) -> str:
-    query = "&".join(f"{name}={value}" for name, value in filters.items())
-    return f"{reverse('admin:tasks_task_changelist')}?{query}"
-
-
-@attention_provider
-def held_tasks() -> list[AttentionItem]:
-    """Tasks blocked or waiting for a person."""
-    from codex.tasks.models import Status, Task
-
-    counts = _count_by_status(Task, [Status.BLOCKED, Status.ESCALATED])
-    items = []
-    if counts.get(Status.ESCALATED):
-        items.append(
-            AttentionItem(
-                f"{_plural(counts[Status.ESCALATED], 'task')} waiting for a person "
-                "(escalated).",
-                WARNING,
-                _task_list(status__exact=Status.ESCALATED),
-            )
-        )
-    if counts.get(Status.BLOCKED):
-        items.append(
-            AttentionItem(
-                f"{_plural(counts[Status.BLOCKED], 'task')} blocked.",
-                WARNING,
-                _task_list(status__exact=Status.BLOCKED),
-            )
-        )
-    return items
-
-
-def _count_by_status(model, statuses) -> dict[str, int]:
-    from django.db.models import Count
-
-    rows = (
-        model.objects.filter(status__in=statuses)
-        .order_by()
-        .values("status")
-        .annotate(n=Count("pk"))
-    )
-    return {row["status"]: row["n"] for row in rows}
-
-
-@attention_provider
-def stuck_tasks() -> list[AttentionItem]:
-    """Tasks the system owes work on that stayed too long in one phase."""
-    from codex.tasks.recovery import stuck_tasks as stuck_query
-
-    count = stuck_query(timezone.now()).count()
-    if not count:
-        return []
-    return [
-        AttentionItem(
-            f"{_plural(count, 'task')} stuck: in one phase for more than "
-            f"{settings.CODEX_STUCK_AFTER_MINUTES} minutes; the recovery job "
-            "restarts them when their lease is free.",
-            ERROR,
-            reverse("admin:tasks_task_changelist") + "?o=-created_at",
-        )
-    ]
-
-
-@attention_provider
-def failing_notifications() -> list[AttentionItem]:
-    """Notifications that failed, or were left sending by a worker that died."""
-    from codex.notifications.models import Notification, NotificationStatus
-
-    counts = _count_by_status(Notification, [NotificationStatus.FAILED])
-    url = reverse("admin:notifications_notification_changelist")
-    items = []
-    if counts.get(NotificationStatus.FAILED):
-        items.append(
-            AttentionItem(
-                f"{_plural(counts[NotificationStatus.FAILED], 'notification')} "
-                "failed to send.",
-                ERROR,
-                f"{url}?status__exact={NotificationStatus.FAILED}",
-            )
-        )
-    stale = Notification.objects.filter(
-        status=NotificationStatus.SENDING,
-        # Past the job timeout the worker that claimed it is gone.
-        claimed_at__lt=timezone.now() - timedelta(seconds=settings.Q_TIMEOUT),
-    ).count()
-    if stale:
-        items.append(
-            AttentionItem(
-                f"{_plural(stale, 'notification')} left sending by a worker that "
-                "stopped: whether it went out is unknown; mark it failed or retry.",
-                WARNING,
-                f"{url}?status__exact={NotificationStatus.SENDING}",
-            )
-        )
-    return items
-
-
-@attention_provider
-def sandbox_and_keys() -> list[AttentionItem]:
-    """Configuration that weakens what protects the machine or the secrets."""
-    from integrations.jail import unjailed_warning
-
-    items = []
-    # Unjailed by choice (none), or no jail usable here (tasks escalate).
-    warning = unjailed_warning()
-    if warning:
-        items.append(AttentionItem(warning, ERROR))
-    production = not (settings.DEBUG or getattr(settings, "TESTING", False))
-    if production and not getattr(settings, "CODEX_FERNET_KEYS", None):
-        items.append(
-            AttentionItem(
-                "CODEX_FERNET_KEYS is not set: secrets cannot be saved or read.",
-                ERROR,
-            )
-        )
-    return items

@@ -12,3 +12,5 @@ class TasksConfig(AppConfig):
         from codex.tasks.models.task import record_transition_event
 
         post_transition.connect(record_transition_event, dispatch_uid="task_event_log")
+        # The console's Attention items register themselves on import.
+        import codex.tasks.attention  # noqa: F401
