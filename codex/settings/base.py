@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "codex.github",
     "codex.notifications",
     "codex.webhooks",
+    # The agents' own commands (`manage.py demo`); they have no models.
+    "agents",
 ]
 
 MIDDLEWARE = [

@@ -1,5 +1,6 @@
 """`manage.py demo`: one feature request through all six phases against a
-scripted model on loopback (see agents/demo.py)."""
+scripted model on loopback (agents/demo.py; `--scenario fanout`:
+agents/demo_fanout.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from agents.demo import run_demo
+from agents.demo_fanout import run_fanout_demo
 
 
 class Command(BaseCommand):
@@ -34,12 +38,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        from agents.demo import run_demo
-
         root = options["root"] or Path(settings.VAR_DIR) / "demo"
         if options["scenario"] == "fanout":
-            from agents.demo_fanout import run_fanout_demo
-
             fanned = run_fanout_demo(root, out=self.stdout.write)
             if fanned.parent.status != "completed":
                 raise CommandError(
