@@ -152,6 +152,12 @@ class ClusterKeeper:
                 import_string(getattr(settings, path, path))
             except Exception:  # noqa: BLE001 - the worker imports it itself
                 logger.warning("could not import %s ahead of the workers", path)
+        prepare = getattr(settings, "CODEX_WORKER_WARM_UP", "")
+        if prepare:
+            try:
+                import_string(prepare)()
+            except Exception:  # noqa: BLE001 - each worker builds it lazily
+                logger.warning("could not prepare the workers with %s", prepare)
 
     def _run_schedules(self) -> None:
         from django_q.conf import Conf

@@ -48,3 +48,9 @@ CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES = env_int(
 CODEX_PHASE_RUNNER = env_str(
     "CODEX_PHASE_RUNNER", "agents.phase_runner.AgentPhaseRunner"
 )
+# Called once in each worker cluster's sentinel before it forks its workers,
+# so they start with the phase runner imported and its parsers built
+# (agents/worker_warm_up.py); "" to skip.
+CODEX_WORKER_WARM_UP = env_str(
+    "CODEX_WORKER_WARM_UP", "agents.worker_warm_up.prepare_worker"
+)

@@ -1,0 +1,143 @@
+"""A worker cluster builds the SDK's response models before it forks its
+workers (integrations/anthropic/parsers.py), so no step pays for building
+them. Checked in a fresh interpreter: models build once per process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from django.conf import settings
+
+EVENTS = [
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 4,
+                "cache_creation_input_tokens": 2,
+            },
+        },
+    },
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "thinking_delta", "thinking": "Read the file first."},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "c2ln"},
+    },
+    {"type": "content_block_stop", "index": 0},
+    {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "text", "text": ""},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "text_delta", "text": "Reading it."},
+    },
+    {"type": "content_block_stop", "index": 1},
+    {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {
+            "type": "tool_use",
+            "id": "toolu_1",
+            "name": "read_file",
+            "input": {},
+        },
+    },
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": '{"path": "a.py"}'},
+    },
+    {"type": "content_block_stop", "index": 2},
+    {
+        "type": "message_delta",
+        "delta": {"type": "message_delta", "stop_reason": "tool_use"},
+        "usage": {"output_tokens": 12},
+    },
+    {"type": "message_stop"},
+]
+
+# Counts the SDK models a streamed reply builds, after `prepare` (or not).
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import httpx2
+    import anthropic._models as sdk_models
+    from integrations.anthropic.client import ModelClient
+    from integrations.anthropic.parsers import prepare_response_parsers
+
+    events = json.loads(sys.argv[2])
+    body = "".join(
+        f"event: {e['type']}\\ndata: {json.dumps(e)}\\n\\n" for e in events
+    ).encode()
+
+    def every_model():
+        found, pending = [], [sdk_models.BaseModel]
+        while pending:
+            cls = pending.pop()
+            found.append(cls)
+            pending.extend(cls.__subclasses__())
+        return found
+
+    if sys.argv[1] == "prepare":
+        prepare_response_parsers()
+    before = {m for m in every_model() if m.__pydantic_complete__}
+    client = ModelClient(
+        api_key="sk-test",
+        http_client=httpx2.Client(
+            transport=httpx2.MockTransport(
+                lambda request: httpx2.Response(
+                    200, headers={"content-type": "text/event-stream"}, content=body
+                )
+            )
+        ),
+    )
+    reply = client.send(messages=[{"role": "user", "content": "hi"}])
+    assert [b["type"] for b in reply.content] == ["thinking", "text", "tool_use"]
+    built = {m for m in every_model() if m.__pydantic_complete__} - before
+    print(json.dumps(sorted(m.__qualname__ for m in built)))
+    """
+)
+
+
+def models_built_by_a_reply(mode: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, json.dumps(EVENTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=settings.BASE_DIR,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_it_leaves_nothing_for_a_streamed_reply_to_build():
+    # The control: a fresh process builds the models at its first reply.
+    assert len(models_built_by_a_reply("cold")) > 5
+    assert models_built_by_a_reply("prepare") == [], "built during the reply"
