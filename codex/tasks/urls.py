@@ -8,7 +8,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
-from codex.tasks import page_actions, page_people, views
+from codex.tasks import page_actions, page_inbox, page_people, views
 
 page_patterns = [
     path("", RedirectView.as_view(pattern_name="pages:dashboard"), name="home"),
@@ -23,8 +23,8 @@ page_patterns = [
     ),
     path("tasks/<str:task_id>/gate/", page_people.gate_decision, name="gate_decision"),
     path("tasks/<str:task_id>/steer/", page_people.steer, name="steer"),
-    path("inbox/", views.inbox, name="inbox"),
-    path("inbox/<int:pk>/resolve/", views.resolve, name="resolve"),
+    path("inbox/", page_inbox.inbox, name="inbox"),
+    path("inbox/<int:pk>/resolve/", page_inbox.resolve, name="resolve"),
 ]
 
 urlpatterns = [

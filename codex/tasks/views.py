@@ -1,6 +1,8 @@
-"""Team pages: the request form, the escalation inbox, the task page, the
-dashboard. Each view checks the login, validates input and calls one model
-method; the dashboard's queries live in codex.tasks.dashboard.
+"""Team pages: the request form, the task page, the dashboard. Each view checks
+the login, validates input and calls one model method; the dashboard's queries
+live in codex.tasks.dashboard. The escalation inbox is in
+codex.tasks.page_inbox, the task page's phase table in codex.tasks.page_phases,
+its buttons and forms in codex.tasks.page_actions and codex.tasks.page_people.
 
 Everything shown here may come from agents or GitHub issues, so it is
 escaped by the templates; Markdown goes through `render_markdown`, which
@@ -9,24 +11,16 @@ never lets raw HTML or script URLs through.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import (
-    require_http_methods,
-    require_POST,
-    require_safe,
-)
-from django_fsm import TransitionNotAllowed
+from django.views.decorators.http import require_http_methods, require_safe
 
 from codex.accounts.decorators import allowed_to
 from codex.accounts.permissions import (
@@ -35,28 +29,18 @@ from codex.accounts.permissions import (
     sees_escalations,
     visible_tasks,
 )
-from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
 from codex.tasks import dashboard as dashboard_queries
 from codex.tasks.forms import EscalationAnswerForm, TaskRequestForm, new_form_token
-from codex.tasks.models import (
-    AlreadyResolved,
-    Artifact,
-    CreatedBy,
-    Escalation,
-    IdempotencyMismatch,
-    Phase,
-    Status,
-    Task,
-)
+from codex.tasks.models import Artifact, CreatedBy, IdempotencyMismatch, Task
 from codex.tasks.page_actions import may_answer, page_actions
-from codex.tasks.page_people import people_context, waiting_gates
+from codex.tasks.page_people import people_context
+from codex.tasks.page_phases import held_since, phase_rows
 from codex.tasks.reports_view import review_view, verification_view
 from codex.tasks.safe_markdown import render_markdown
 from integrations.jail import unjailed_warning
 
-INBOX_PAGE_SIZE = 20
 # The page shows the latest events; older ones are in the console.
 TIMELINE_LIMIT = 500
 POLL_SECONDS = 3
@@ -111,211 +95,7 @@ def request_form(request: HttpRequest) -> HttpResponse:
     return render(request, "codex/request_form.html", {"form": form}, status=400)
 
 
-# -- the escalation inbox ------------------------------------------------------
-
-
-def open_escalations() -> QuerySet[Escalation]:
-    return (
-        Escalation.objects.open()
-        .select_related("task", "task__repository")
-        .order_by("-created_at", "-id")
-    )
-
-
-def _render_inbox(
-    request: HttpRequest, bound: EscalationAnswerForm | None = None, status: int = 200
-) -> HttpResponse:
-    page = Paginator(open_escalations(), INBOX_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    forms = [
-        bound
-        if bound is not None and bound.escalation.pk == escalation.pk
-        else EscalationAnswerForm(escalation=escalation)
-        for escalation in page.object_list
-    ]
-    if bound is not None and all(f is not bound for f in forms):
-        forms.insert(0, bound)  # keep the person's input even on another page
-    return render(
-        request,
-        "codex/inbox.html",
-        {"page": page, "forms": forms, "gates": waiting_gates()},
-        status=status,
-    )
-
-
-@allowed_to("escalation.read")
-@require_safe
-def inbox(request: HttpRequest) -> HttpResponse:
-    """Open escalations, newest first, each with its answer form."""
-    return _render_inbox(request)
-
-
-@allowed_to("escalation.resolve")
-@require_POST
-def resolve(request: HttpRequest, pk: int) -> HttpResponse:
-    """Record a person's answer to an escalation; the task resumes, fails or is
-    cancelled. A stale form (resolved meanwhile, or the task moved on) gets a
-    message saying what happened instead of an error."""
-    escalation = get_object_or_404(Escalation.objects.select_related("task"), pk=pk)
-    form = EscalationAnswerForm(request.POST, escalation=escalation)
-    if escalation.is_open and not form.is_valid():
-        return _render_inbox(request, bound=form, status=400)
-    task = escalation.task
-    if not form.is_valid():
-        # Resolved meanwhile: no point asking to fix a form that cannot apply.
-        messages.warning(request, _already_resolved_message(escalation, task))
-        return redirect(_back_to(request))
-    try:
-        task.resolve_escalation(
-            escalation,
-            decision=form.cleaned_data["decision"],
-            by=actor_of(request),
-            resolution=form.cleaned_data["resolution"],
-            answers=form.answers,
-            user=request.user,
-        )
-    except AlreadyResolved as exc:
-        messages.warning(request, _already_resolved_message(exc.escalation, task))
-    except TransitionNotAllowed:
-        task.refresh_from_db()
-        messages.warning(
-            request,
-            f"Task {task.task_id} is {task.get_status_display().lower()} now, "
-            "no longer waiting for this answer; nothing was recorded.",
-        )
-    except (LeaseUnavailable, VersionConflict):
-        messages.warning(
-            request,
-            f"Task {task.task_id} is being changed right now; nothing was "
-            "recorded. Try again in a moment.",
-        )
-        return _render_inbox(request, bound=form, status=409)
-    else:
-        messages.success(
-            request,
-            f"Escalation of {task.task_id} resolved: "
-            f"{escalation.get_decision_display().lower()}.",
-        )
-    return redirect(_back_to(request))
-
-
-def _back_to(request: HttpRequest) -> str:
-    """Where an answer came from (the task page), or the inbox."""
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return reverse("pages:inbox")
-
-
-def _already_resolved_message(escalation: Escalation, task: Task) -> str:
-    who = escalation.resolved_by_label or "someone else"
-    when = (
-        f" at {escalation.resolved_at:%Y-%m-%d %H:%M} UTC"
-        if escalation.resolved_at
-        else ""
-    )
-    decision = (
-        f" ({escalation.get_decision_display().lower()})" if escalation.decision else ""
-    )
-    return (
-        f"The escalation of {task.task_id} was already resolved by "
-        f"{who}{when}{decision}; your answer was not recorded."
-    )
-
-
 # -- the task page and its live fragment ---------------------------------------
-
-
-def _parse_time(value: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(value) if value else None
-    except (TypeError, ValueError):
-        return None
-
-
-def format_duration(delta: timedelta | None) -> str:
-    """3h 02m, 4m 05s, 12s: a phase's time at a glance."""
-    if delta is None:
-        return ""
-    seconds = max(int(delta.total_seconds()), 0)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {seconds:02d}s"
-    return f"{seconds}s"
-
-
-# A task held in one of these stays in its phase without work going on: the
-# phase says so and its clock stops when the hold began.
-HELD_STATUSES = (Status.BLOCKED, Status.ESCALATED, Status.PAUSED)
-PHASE_STATUS_LABELS = {
-    "pending": "Pending",
-    "in_progress": "In progress",
-    "completed": "Completed",
-    "stopped": "Stopped",
-    **{status.value: status.label for status in HELD_STATUSES},
-}
-
-
-def held_since(task: Task) -> datetime | None:
-    """When a blocked, escalated or paused task entered that state (its last
-    status change in the event log); None for any other task."""
-    if task.status not in HELD_STATUSES:
-        return None
-    change = (
-        task.events.filter(field="status", target=task.status)
-        .order_by("-created_at", "-id")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    return change or task.updated_at
-
-
-def phase_rows(
-    task: Task, now: datetime | None = None, held_at: datetime | None = None
-) -> list[dict[str, Any]]:
-    """The six phases in order with status, start, end and duration (a phase in
-    progress counts up to now; one held blocked, escalated or paused shows that
-    status and counts up to `held_at`)."""
-    now = now or timezone.now()
-    rows = []
-    for phase, label in Phase.choices:
-        progress = task.phase_progress.get(phase) or {}
-        started = _parse_time(progress.get("started_at"))
-        ended = _parse_time(progress.get("completed_at"))
-        status = progress.get("status", "pending")
-        if status == "in_progress" and task.is_terminal:
-            # The task ended in this phase (cancelled, failed): it stopped then.
-            status = "stopped"
-            ended = ended or task.finished_at
-        if status == "in_progress" and task.status in HELD_STATUSES:
-            status = task.status
-        if status in HELD_STATUSES:
-            until = ended or held_at or now
-        else:
-            until = ended or (now if status == "in_progress" else None)
-        rows.append(
-            {
-                "phase": phase,
-                "label": label,
-                "status": status,
-                "status_label": PHASE_STATUS_LABELS.get(status, status.capitalize()),
-                "held_since": held_at if status in HELD_STATUSES else None,
-                "current": phase == task.phase and not task.is_terminal,
-                "started_at": started,
-                "completed_at": ended,
-                "duration": format_duration(
-                    until - started if started and until else None
-                ),
-                "invocations": progress.get("agent_invocations", 0),
-            }
-        )
-    return rows
 
 
 def task_cost(task: Task) -> dict[str, Any]:
