@@ -23,7 +23,7 @@ def get_config(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
 
     Precedence: the database row (saved in the console or the API), then the
     environment, then the registry default. The environment is the Django
-    setting named like the variable (settings.py reads it from the process
+    setting named like the variable (codex.settings reads it from the process
     environment at start-up), else the variable itself (CODEX_<KEY>, dots as
     underscores, e.g. CODEX_REVIEW_MAX_ITERATIONS; some keys keep an older
     name, see the registry); `environ`, when given, replaces both. So the

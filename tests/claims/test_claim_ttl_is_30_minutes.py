@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_default_ttl_is_30_minutes(settings):
-    del settings.CODEX_CLAIM_TTL_MINUTES  # absent from settings.py: the default
+    del settings.CODEX_CLAIM_TTL_MINUTES  # absent from codex.settings: the default
     assert claim_ttl() == timedelta(minutes=30)
     claim = claimed()
     assert claim.expires_at - claim.claimed_at == timedelta(minutes=30)

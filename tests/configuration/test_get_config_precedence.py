@@ -39,7 +39,7 @@ def test_the_database_overrides_the_environment(monkeypatch):
 
 
 def test_a_key_with_a_django_setting_reads_it_as_its_environment(settings):
-    # settings.py reads CODEX_MAX_RETRIES from the environment at start-up.
+    # codex.settings reads CODEX_MAX_RETRIES from the environment at start-up.
     settings.CODEX_MAX_RETRIES = 7
     assert get_config("tasks.max_retries") == 7
 

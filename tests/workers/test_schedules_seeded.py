@@ -41,7 +41,7 @@ def test_after_migrating_every_enabled_job_has_its_schedule(settings):
 
 
 def test_the_default_intervals():
-    """settings.py defaults (no CODEX_EVERY_* variables set in tests)."""
+    """codex.settings defaults (no CODEX_EVERY_* variables set in tests)."""
     assert Schedule.objects.get(name=RECOVERY).minutes == 10
     assert Schedule.objects.get(name=HEARTBEATS).minutes == 2
     assert Schedule.objects.get(name=PRUNING).minutes == 1440
