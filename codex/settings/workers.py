@@ -30,7 +30,10 @@ Q_CLUSTER = {
     "recycle": env_int("CODEX_WORKER_RECYCLE", 200, minimum=1),
     "max_rss": env_int("CODEX_WORKER_MAX_RSS_KB", 512_000, minimum=50_000),
     "ack_failures": True,
-    "save_limit": 1000,
+    # Successful jobs' results are kept and pruned by a scheduled job
+    # (codex/core/job_results.py): django-q2's own pruning reads every kept
+    # result on every job's save.
+    "save_limit": 0,
     "catch_up": False,
     "label": "Worker queue",
     # A cluster takes a job from the broker only to start it: one waiting in
@@ -40,6 +43,9 @@ Q_CLUSTER = {
     "queue_limit": 1,
     "bulk": 1,
 }
+# How many successful jobs' results the console keeps (the newest; pruned by
+# codex.core.job_results.prune_job_results). Failed jobs are always kept.
+CODEX_JOB_RESULTS_KEPT = env_int("CODEX_JOB_RESULTS_KEPT", 1000, minimum=0)
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
     Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingRedis"
@@ -145,6 +151,9 @@ CODEX_SCHEDULES = {
     ),
     "codex.core.idempotency.prune_idempotency_records": env_int(
         "CODEX_EVERY_IDEMPOTENCY_PRUNING_MINUTES", 60, minimum=0
+    ),
+    "codex.core.job_results.prune_job_results": env_int(
+        "CODEX_EVERY_JOB_RESULT_PRUNING_MINUTES", 5, minimum=0
     ),
     "codex.events.jobs.prune_old_events": env_int(
         "CODEX_EVERY_EVENT_PRUNING_MINUTES", 1440, minimum=0
