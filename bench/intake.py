@@ -143,7 +143,7 @@ def _piece(piece: str, on: bool):
     from rest_framework.parsers import JSONParser
 
     from codex.core.throttles import THROTTLE_CACHE
-    from codex.tasks.api.views import TaskListCreate
+    from codex.tasks.api.views import TaskViewSet
 
     if piece == "throttles":
         # On: the default rates, counted in the database cache (no Redis here),
@@ -156,13 +156,13 @@ def _piece(piece: str, on: bool):
             yield
     elif piece == "strict_json_parser":
         # The view's parsers were read from the settings when it was defined.
-        before = TaskListCreate.parser_classes
+        before = TaskViewSet.parser_classes
         if not on:
-            TaskListCreate.parser_classes = [JSONParser]
+            TaskViewSet.parser_classes = [JSONParser]
         try:
             yield
         finally:
-            TaskListCreate.parser_classes = before
+            TaskViewSet.parser_classes = before
     elif piece == "axes_middleware":
         kept = [m for m in settings.MIDDLEWARE if on or not m.startswith("axes.")]
         with override_settings(MIDDLEWARE=kept):

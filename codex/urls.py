@@ -9,7 +9,13 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/webhooks/", include("codex.webhooks.urls")),
+    # Each app's API, in its api/ package (docs/architecture.md#apps).
     path("api/", include("codex.tasks.api.urls")),
+    path("api/", include("codex.repositories.api.urls")),
+    path("api/", include("codex.fleet.api.urls")),
+    path("api/", include("codex.claims.api.urls")),
+    path("api/", include("codex.children.api.urls")),
+    path("api/", include("codex.core.api.urls")),
     path("", include("codex.tasks.urls")),
 ]
 

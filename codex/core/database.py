@@ -2,7 +2,7 @@
 
 Web: a request that needs the database while it cannot be reached answers 503
 with Retry-After, never a 500 traceback; the API in its one error shape
-(`codex.core.api.exception_handler`), other pages through
+(`codex.core.api.errors.exception_handler`), other pages through
 `DatabaseUnavailableMiddleware`. Connections are health-checked at the start of
 each request (settings: CONN_HEALTH_CHECKS with CONN_MAX_AGE > 0), so the first
 request after the database is back reconnects by itself; gunicorn needs no
@@ -86,7 +86,7 @@ class DatabaseUnavailableMiddleware:
     """Turns a view's lost-database error into a 503 instead of a 500.
 
     (API views never get here: DRF hands their exceptions to
-    `codex.core.api.exception_handler`, which answers the same 503.)
+    `codex.core.api.errors.exception_handler`, which answers the same 503.)
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -37,7 +37,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from codex.core.api import Unprocessable
+from codex.core.api.errors import Unprocessable
 from codex.core.idempotency_record import IdempotencyRecord
 
 HEADER = "Idempotency-Key"

@@ -15,14 +15,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "codex.core.api.NewestFirstCursorPagination",
+    "DEFAULT_PAGINATION_CLASS": "codex.core.api.pagination.NewestFirstCursorPagination",
     "PAGE_SIZE": env_int("CODEX_API_PAGE_SIZE", 50, minimum=1, maximum=500),
-    "EXCEPTION_HANDLER": "codex.core.api.exception_handler",
+    "EXCEPTION_HANDLER": "codex.core.api.errors.exception_handler",
     # Writes are JSON only (415 otherwise), bounded and storable (parsers.py).
     "DEFAULT_PARSER_CLASSES": ["codex.core.parsers.StrictJSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "NUM_PROXIES": CODEX_PROXY_COUNT,
-    "DEFAULT_SCHEMA_CLASS": "codex.tasks.api.base.ApiSchema",
+    "DEFAULT_SCHEMA_CLASS": "codex.core.api.schema.ApiSchema",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -57,7 +57,7 @@ CACHES = {
     # per-process count lets each gunicorn worker grant the whole rate). The
     # database cache's table is made by migration core 0004. Tests count in
     # memory (the schema is loaded before any test database exists) except
-    # those of the shared count (tests/api/test_throttling.py).
+    # those of the shared count (tests/core/api/test_throttling.py).
     "throttle": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -126,7 +126,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # from Codex's own origin only (the Swagger UI and the admin are served
 # locally; the team pages keep their scripts in static files), nothing may
 # frame a page, forms post only to Codex. /api/docs/ adds inline styles, which
-# Swagger UI sets itself (codex/tasks/api/schema.py).
+# Swagger UI sets itself (codex/core/api/docs.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [CSP_SELF],

@@ -7,7 +7,7 @@ may use it. The rules (codex.accounts.permissions and issue 7):
 
 - /api/*: 401 without credentials, 403 for a role the view's permission class
   does not list, anything else for one it does (the OpenAPI schema and its
-  Swagger UI are public by design: codex/tasks/api/schema.py);
+  Swagger UI are public by design: codex/core/api/docs.py);
 - every method of every URL: a method the tables do not list is refused
   (401 without credentials, 403 or 405 with them; the login redirect, 403 or
   405 on the pages), never served;
@@ -15,7 +15,7 @@ may use it. The rules (codex.accounts.permissions and issue 7):
   and its answer form for the team and operators (403 for integrators, as in
   the API), the task buttons for operators, every other page for any
   signed-in role (an integrator's task pages only for its own tasks: 404
-  otherwise, tests/api/test_it_shows_an_integrator_only_its_own_tasks.py);
+  otherwise, tests/tasks/api/test_it_shows_an_integrator_only_its_own_tasks.py);
 - the admin: operators (staff) only, everyone else the admin login redirect;
 - the GitHub webhook: the signature only; no session or role grants anything;
 - /healthz and Django's sign-in pages: open.
@@ -33,7 +33,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from codex.webhooks.signature import sign
-from tests.api.resources import make_world
+from tests.core.api.resources import make_world
 from tests.factories import make_token
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ from codex.events.models import Event
 from codex.tasks.jobs import advance_task
 from integrations.anthropic.client import model_client
 from integrations.github.client import github_client, github_errors
-from tests.api.resources import make_world
+from tests.core.api.resources import make_world
 from tests.factories import make_token
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 
 from codex.repositories.models import Repository
 from tests.admin.conftest import form_data
-from tests.api.conftest import assert_error_shape, role_client
+from tests.core.api.conftest import assert_error_shape, role_client
 from tests.factories import make_repository, make_user
 
 pytestmark = pytest.mark.django_db

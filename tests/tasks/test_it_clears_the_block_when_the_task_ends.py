@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.api.conftest import role_client
+from tests.core.api.conftest import role_client
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db

@@ -1,22 +1,12 @@
-from django.urls import path
+"""/api/child-reports/ and /api/child-analyses/ (read-only)."""
 
 from codex.children.api import views
+from codex.core.api.views import ApiRouter
 
-urlpatterns = [
-    path("child-reports/", views.ChildReportList.as_view(), name="child-report-list"),
-    path(
-        "child-reports/<int:pk>/",
-        views.ChildReportDetail.as_view(),
-        name="child-report-detail",
-    ),
-    path(
-        "child-analyses/",
-        views.CompletionAnalysisList.as_view(),
-        name="child-analysis-list",
-    ),
-    path(
-        "child-analyses/<int:pk>/",
-        views.CompletionAnalysisDetail.as_view(),
-        name="child-analysis-detail",
-    ),
-]
+router = ApiRouter()
+router.register("child-reports", views.ChildReportViewSet, basename="child-report")
+router.register(
+    "child-analyses", views.CompletionAnalysisViewSet, basename="child-analysis"
+)
+
+urlpatterns = router.urls

@@ -1,14 +1,10 @@
-from django.urls import path
+"""/api/claims/ and /api/backlog-runs/ (read-only)."""
 
 from codex.claims.api import views
+from codex.core.api.views import ApiRouter
 
-urlpatterns = [
-    path("claims/", views.IssueClaimList.as_view(), name="claim-list"),
-    path("claims/<int:pk>/", views.IssueClaimDetail.as_view(), name="claim-detail"),
-    path("backlog-runs/", views.BacklogRunList.as_view(), name="backlog-run-list"),
-    path(
-        "backlog-runs/<int:pk>/",
-        views.BacklogRunDetail.as_view(),
-        name="backlog-run-detail",
-    ),
-]
+router = ApiRouter()
+router.register("claims", views.IssueClaimViewSet, basename="claim")
+router.register("backlog-runs", views.BacklogRunViewSet, basename="backlog-run")
+
+urlpatterns = router.urls

@@ -1,20 +1,12 @@
-from django.urls import path
+"""/api/agent-instances/ and /api/agent-runs/ (read-only)."""
 
+from codex.core.api.views import ApiRouter
 from codex.fleet.api import views
 
-urlpatterns = [
-    path(
-        "agent-instances/",
-        views.AgentInstanceList.as_view(),
-        name="agent-instance-list",
-    ),
-    path(
-        "agent-instances/<int:pk>/",
-        views.AgentInstanceDetail.as_view(),
-        name="agent-instance-detail",
-    ),
-    path("agent-runs/", views.AgentRunList.as_view(), name="agent-run-list"),
-    path(
-        "agent-runs/<int:pk>/", views.AgentRunDetail.as_view(), name="agent-run-detail"
-    ),
-]
+router = ApiRouter()
+router.register(
+    "agent-instances", views.AgentInstanceViewSet, basename="agent-instance"
+)
+router.register("agent-runs", views.AgentRunViewSet, basename="agent-run")
+
+urlpatterns = router.urls

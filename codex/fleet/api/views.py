@@ -2,51 +2,26 @@
 
 from __future__ import annotations
 
-from rest_framework import generics
-
 from codex.accounts.permissions import OperationsReadPermission
-from codex.core.api import FilteredListMixin
+from codex.core.api.views import ReadOnlyApiViewSet
+from codex.fleet.api.filtersets import AgentInstanceFilterSet, AgentRunFilterSet
 from codex.fleet.api.serializers import AgentInstanceSerializer, AgentRunSerializer
-from codex.fleet.models import (
-    AgentInstance,
-    AgentRun,
-    InstanceStatus,
-    InstanceType,
-    RunStatus,
-)
-from codex.tasks.api.base import ApiMixin
-
-INSTANCES = AgentInstance.objects.select_related("repository", "task", "parent")
-RUNS = AgentRun.objects.select_related("task", "instance")
+from codex.fleet.models import AgentInstance, AgentRun
 
 
-class AgentInstanceList(ApiMixin, FilteredListMixin, generics.ListAPIView):
+class AgentInstanceViewSet(ReadOnlyApiViewSet):
+    """Agent instances, newest first (read-only)."""
+
     serializer_class = AgentInstanceSerializer
     permission_classes = [OperationsReadPermission]
-    queryset = INSTANCES
-    choice_filters = {
-        "status": ("status", InstanceStatus.values),
-        "type": ("type", InstanceType.values),
-    }
-    repository_lookup = "repository__url"
-    task_lookup = "task__task_id"
+    queryset = AgentInstance.objects.select_related("repository", "task", "parent")
+    filterset_class = AgentInstanceFilterSet
 
 
-class AgentInstanceDetail(ApiMixin, generics.RetrieveAPIView):
-    serializer_class = AgentInstanceSerializer
-    permission_classes = [OperationsReadPermission]
-    queryset = INSTANCES
+class AgentRunViewSet(ReadOnlyApiViewSet):
+    """Agent runs with their counts, tokens and cost, newest first (read-only)."""
 
-
-class AgentRunList(ApiMixin, FilteredListMixin, generics.ListAPIView):
     serializer_class = AgentRunSerializer
     permission_classes = [OperationsReadPermission]
-    queryset = RUNS
-    choice_filters = {"status": ("status", RunStatus.values)}
-    task_lookup = "task__task_id"
-
-
-class AgentRunDetail(ApiMixin, generics.RetrieveAPIView):
-    serializer_class = AgentRunSerializer
-    permission_classes = [OperationsReadPermission]
-    queryset = RUNS
+    queryset = AgentRun.objects.select_related("task", "instance")
+    filterset_class = AgentRunFilterSet

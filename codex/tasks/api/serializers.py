@@ -5,15 +5,14 @@ from __future__ import annotations
 import copy
 
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from codex.core.api import StrictInputMixin
+from codex.core.api.serializers import StrictInputMixin
 from codex.core.compiled_query import CompiledQuery, compiled
 from codex.events.models import Event
 from codex.repositories.intake import read_intake_url
-from codex.repositories.models import Repository, normalize_repository_url
+from codex.repositories.models import Repository
 from codex.tasks.models import (
     Artifact,
     Decision,
@@ -395,41 +394,3 @@ class EscalationResolveSerializer(StrictInputMixin, serializers.Serializer):
                 }
             )
         return attrs
-
-
-class RepositorySerializer(StrictInputMixin, serializers.ModelSerializer):
-    """A repository; operators register new ones by URL."""
-
-    full_name = serializers.CharField(read_only=True)
-
-    class Meta:
-        model = Repository
-        fields = [
-            "id",
-            "url",
-            "full_name",
-            "forge",
-            "default_branch",
-            "accepts_tasks",
-            "test_command",
-            "lint_command",
-            "type_check_command",
-            "registered_on_first_use",
-            "created_at",
-        ]
-        read_only_fields = [
-            "id",
-            "full_name",
-            "forge",
-            "registered_on_first_use",
-            "created_at",
-        ]
-
-    def validate_url(self, value: str) -> str:
-        try:
-            url = normalize_repository_url(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from None
-        if Repository.objects.filter(url=url).exists():
-            raise serializers.ValidationError("This repository is already registered.")
-        return url

@@ -1,14 +1,17 @@
-"""The REST API under /api/: tasks, escalations, repositories, the other apps'
-read-only resources, and the OpenAPI schema with its Swagger UI."""
+"""The tasks API under /api/: tasks with their exports, reports and actions,
+and escalations."""
 
-from django.urls import include, path, re_path
+from django.urls import path, re_path
 
+from codex.core.api.views import ApiRouter
 from codex.tasks.api import people, views
-from codex.tasks.api.schema import OpenApiView, SwaggerView
+
+router = ApiRouter()
+router.register("tasks", views.TaskViewSet, basename="task")
+router.register("escalations", views.EscalationViewSet, basename="escalation")
 
 urlpatterns = [
-    path("tasks/", views.TaskListCreate.as_view(), name="task-list"),
-    path("tasks/<str:task_id>/", views.TaskDetail.as_view(), name="task-detail"),
+    *router.urls,
     path(
         "tasks/<str:task_id>/envelope/",
         views.TaskEnvelope.as_view(),
@@ -53,26 +56,9 @@ urlpatterns = [
         name="task-request-changes",
     ),
     path("tasks/<str:task_id>/steer/", people.TaskSteer.as_view(), name="task-steer"),
-    path("escalations/", views.EscalationList.as_view(), name="escalation-list"),
-    path(
-        "escalations/<int:pk>/",
-        views.EscalationDetail.as_view(),
-        name="escalation-detail",
-    ),
     path(
         "escalations/<int:pk>/resolve/",
         views.EscalationResolve.as_view(),
         name="escalation-resolve",
     ),
-    path("repositories/", views.RepositoryListCreate.as_view(), name="repository-list"),
-    path(
-        "repositories/<int:pk>/",
-        views.RepositoryDetail.as_view(),
-        name="repository-detail",
-    ),
-    path("", include("codex.fleet.api.urls")),
-    path("", include("codex.claims.api.urls")),
-    path("", include("codex.children.api.urls")),
-    path("schema/", OpenApiView.as_view(), name="api-schema"),
-    path("docs/", SwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

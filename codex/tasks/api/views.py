@@ -1,5 +1,5 @@
-"""Task, escalation and repository API views: check, validate, call one model
-method. Roles are in codex.accounts.permissions, errors in codex.core.api,
+"""Task and escalation API views: check, validate, call one model method.
+Roles are in codex.accounts.permissions, errors in codex.core.api.errors,
 Idempotency-Key in codex.core.idempotency."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from functools import partial
 from django.http import HttpResponse
 from django_fsm import TransitionNotAllowed
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import generics, mixins, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,32 +18,31 @@ from rest_framework.views import APIView
 from codex.accounts.permissions import (
     HIDDEN,
     EscalationPermission,
-    RepositoryPermission,
     TaskControlPermission,
     TaskPermission,
     redact_events,
     sees_escalations,
     visible_tasks,
 )
-from codex.core.api import (
-    Conflict,
-    FilteredListMixin,
-    OldestFirstCursorPagination,
-)
+from codex.core.api.errors import Conflict
+from codex.core.api.pagination import OldestFirstCursorPagination
+from codex.core.api.schema import api_schema
+from codex.core.api.views import ApiMixin, ReadOnlyApiViewSet
 from codex.core.idempotency import idempotent
 from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.events.models import EventKind
-from codex.repositories.models import Forge, Repository
 from codex.tasks.api.actions import retry_task
-from codex.tasks.api.base import ApiMixin, api_schema
-from codex.tasks.api.filters import TASK_FILTERS
+from codex.tasks.api.filtersets import (
+    ArtifactFilterSet,
+    EscalationFilterSet,
+    EventFilterSet,
+    TaskFilterSet,
+)
 from codex.tasks.api.serializers import (
     ArtifactSerializer,
     ControlSerializer,
     EscalationResolveSerializer,
     EscalationSerializer,
     EventSerializer,
-    RepositorySerializer,
     ReviewReportSerializer,
     TaskCreateSerializer,
     TaskDetailSerializer,
@@ -58,7 +56,6 @@ from codex.tasks.models import (
     AlreadyResolved,
     CreatedBy,
     Escalation,
-    EscalationReason,
     Task,
 )
 
@@ -121,18 +118,23 @@ def domain_conflict(task: Task, action: str, exc: Exception) -> Conflict:
 # -- tasks ------------------------------------------------------------------------
 
 
-class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
-    """GET: tasks, newest first, filtered. POST: a feature request becomes a task."""
+class TaskViewSet(mixins.CreateModelMixin, ReadOnlyApiViewSet):
+    """Tasks: the list (newest first, filtered), one task by its id, and POST:
+    a feature request becomes a task."""
 
     serializer_class = TaskSerializer
     permission_classes = [TaskPermission]
-    choice_filters = TASK_FILTERS
-    repository_lookup = "repository__url"
+    filterset_class = TaskFilterSet
+    lookup_field = "task_id"
+    lookup_value_converter = "str"
 
     def get_queryset(self):
         return visible_tasks(
             self.request.user, Task.objects.select_related("repository")
         )
+
+    def get_serializer_class(self):
+        return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
 
     @api_schema(
         request=TaskCreateSerializer,
@@ -144,7 +146,7 @@ class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
         },
     )
     @idempotent
-    def post(self, request: Request) -> Response:
+    def create(self, request: Request) -> Response:
         serializer = TaskCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         request_fields = dict(serializer.validated_data)
@@ -157,17 +159,6 @@ class TaskListCreate(ApiMixin, FilteredListMixin, generics.ListAPIView):
             requested_by=request.user,
         )
         return task_response(task, status.HTTP_201_CREATED)
-
-
-class TaskDetail(ApiMixin, generics.RetrieveAPIView):
-    serializer_class = TaskDetailSerializer
-    permission_classes = [TaskPermission]
-    lookup_field = "task_id"
-
-    def get_queryset(self):
-        return visible_tasks(
-            self.request.user, Task.objects.select_related("repository")
-        )
 
 
 class TaskControl(ApiMixin, APIView):
@@ -253,13 +244,13 @@ class TaskIssueState(ApiMixin, APIView):
         )
 
 
-class TaskEvents(ApiMixin, FilteredListMixin, generics.ListAPIView):
+class TaskEvents(ApiMixin, generics.ListAPIView):
     """GET /api/tasks/{task_id}/events/: the task's story, oldest first."""
 
     serializer_class = EventSerializer
     permission_classes = [TaskPermission]
     pagination_class = OldestFirstCursorPagination
-    choice_filters = {"kind": ("kind", EventKind.values)}
+    filterset_class = EventFilterSet
 
     def get_queryset(self):
         return get_task(self.request, self.kwargs["task_id"]).events.all()
@@ -269,25 +260,17 @@ class TaskEvents(ApiMixin, FilteredListMixin, generics.ListAPIView):
         return redact_events(self.request.user, page)
 
 
-class TaskArtifacts(ApiMixin, FilteredListMixin, generics.ListAPIView):
+class TaskArtifacts(ApiMixin, generics.ListAPIView):
     """GET /api/tasks/{task_id}/artifacts/: every version of every document, with
     its content, newest first (?name=spec.md for one document's history)."""
 
     serializer_class = ArtifactSerializer
     permission_classes = [TaskPermission]
+    filterset_class = ArtifactFilterSet
 
     def get_queryset(self):
         task = get_task(self.request, self.kwargs["task_id"])
-        queryset = task.artifacts.select_related("task")
-        name = self.request.query_params.get("name")
-        return queryset.filter(name=name) if name else queryset
-
-    def filter_parameters(self) -> list[OpenApiParameter]:
-        return [
-            OpenApiParameter(
-                "name", OpenApiTypes.STR, description="One document, e.g. spec.md."
-            )
-        ]
+        return task.artifacts.select_related("task")
 
 
 class TaskReports(ApiMixin, APIView):
@@ -345,43 +328,14 @@ class TaskReportFile(ApiMixin, APIView):
 # -- escalations ---------------------------------------------------------------------
 
 
-ESCALATION_STATES = ["open", "resolved", "all"]
+class EscalationViewSet(ReadOnlyApiViewSet):
+    """Escalations: the list (open ones, newest first; ?state=resolved|all) and
+    one by its id."""
 
-
-class EscalationList(ApiMixin, FilteredListMixin, generics.ListAPIView):
-    """GET /api/escalations/: open escalations, newest first (?state=resolved|all)."""
-
-    serializer_class = EscalationSerializer
-    permission_classes = [EscalationPermission]
-    choice_filters = {"reason": ("reason", EscalationReason.values)}
-    task_lookup = "task__task_id"
-
-    def get_queryset(self):
-        queryset = Escalation.objects.select_related("task")
-        state = self.request.query_params.get("state", "open")
-        if state == "open":
-            return queryset.open()
-        if state == "resolved":
-            return queryset.filter(resolved_at__isnull=False)
-        if state == "all":
-            return queryset
-        raise ValidationError(
-            {"state": [f"Unknown value {state}; use one of open, resolved, all."]}
-        )
-
-    def filter_parameters(self) -> list[OpenApiParameter]:
-        return [
-            OpenApiParameter(
-                "state", OpenApiTypes.STR, enum=ESCALATION_STATES, default="open"
-            ),
-            *super().filter_parameters(),
-        ]
-
-
-class EscalationDetail(ApiMixin, generics.RetrieveAPIView):
     serializer_class = EscalationSerializer
     permission_classes = [EscalationPermission]
     queryset = Escalation.objects.select_related("task")
+    filterset_class = EscalationFilterSet
 
 
 class EscalationResolve(ApiMixin, APIView):
@@ -420,27 +374,3 @@ class EscalationResolve(ApiMixin, APIView):
         except (TransitionNotAllowed, LeaseUnavailable, VersionConflict) as exc:
             raise domain_conflict(task, "resolve its escalation", exc) from None
         return Response(EscalationSerializer(escalation).data)
-
-
-# -- repositories --------------------------------------------------------------------
-
-
-class RepositoryListCreate(ApiMixin, FilteredListMixin, generics.ListCreateAPIView):
-    """GET: repositories. POST (operators): register one."""
-
-    serializer_class = RepositorySerializer
-    permission_classes = [RepositoryPermission]
-    queryset = Repository.objects.all()
-    choice_filters = {"forge": ("forge", Forge.values)}
-
-    @idempotent
-    def post(self, request: Request, *args, **kwargs) -> Response:
-        response = super().post(request, *args, **kwargs)
-        response["Location"] = f"/api/repositories/{response.data['id']}/"
-        return response
-
-
-class RepositoryDetail(ApiMixin, generics.RetrieveAPIView):
-    serializer_class = RepositorySerializer
-    permission_classes = [RepositoryPermission]
-    queryset = Repository.objects.all()

@@ -1,0 +1,8 @@
+"""The API fixtures (tests/core/api/conftest.py) for the repositories API's tests."""
+
+from tests.core.api.conftest import (  # noqa: F401
+    _fresh_throttle_counts,
+    api_client,
+    api_user,
+    openapi,
+)
