@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from agents.claude import claude_client
 from agents.prompts import untrusted
 from codex.children.choices import MergeStrategy
 from codex.children.decision import AnalysisInvalid, Decision
-from integrations.anthropic.client import Usage, model_client
+from integrations.anthropic.pricing import Usage
 
 if TYPE_CHECKING:
     from codex.children.models import ChildReport, FanOut
@@ -132,4 +133,4 @@ class ClaudeAnalyst:
 def claude_analyst(fan_out: FanOut) -> ClaudeAnalyst:
     """The default analyst of `fan_out`. Raises ModelNotConfigured without a
     key."""
-    return ClaudeAnalyst(model_client(role=ROLE), issue_number=fan_out.issue_number)
+    return ClaudeAnalyst(claude_client(role=ROLE), issue_number=fan_out.issue_number)

@@ -51,6 +51,7 @@ from agents import (
 )
 from agents import feedback as feedback_loop
 from agents.budgets import Budget, TaskBudget
+from agents.claude import claude_client
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
 from agents.prompts import system_blocks
@@ -67,7 +68,6 @@ from codex.tasks.spend_caps import cap_reached
 from integrations.anthropic.client import (
     ModelNotConfigured,
     effort_for,
-    model_client,
     thinking_for,
 )
 from integrations.git import (
@@ -145,7 +145,7 @@ class AgentPhaseRunner:
             # The task's runs used up its budget: a person raises it or stops.
             return PhaseResult.escalate(spent, code=BUDGET_ESCALATION_CODE)
         try:
-            client = model_client(role=role.name)
+            client = claude_client(role=role.name)
         except ModelNotConfigured:
             return PhaseResult.blocked(NO_KEY_REASON)
         # The run works through the role's agent instance

@@ -7,14 +7,8 @@ from decimal import Decimal
 
 from agents.budgets import ROLE_BUDGETS, Budget
 from agents.roles import ROLES
-from integrations.anthropic.client import (
-    DEFAULT_PRICES,
-    FALLBACK_PRICE,
-    ROLE_MODELS,
-    max_output_tokens,
-    model_for,
-    price_for,
-)
+from integrations.anthropic.client import ROLE_MODELS, max_output_tokens, model_for
+from integrations.anthropic.pricing import DEFAULT_PRICES, FALLBACK_PRICE, price_for
 
 
 def test_the_developer_gets_hundreds_of_steps_and_release_a_few(settings):

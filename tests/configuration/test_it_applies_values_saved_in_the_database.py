@@ -98,11 +98,11 @@ def test_the_environment_token_stays_next_in_line_for_rotation(fernet, settings)
 def test_the_anthropic_key_saved_in_the_console_is_the_one_the_model_client_uses(
     fernet, settings
 ):
-    from integrations.anthropic.client import model_client
+    from agents.claude import claude_client
 
     settings.CODEX_CREDENTIALS = {"github": [], "claude": []}
     Setting.objects.put("anthropic.api_key", "sk-ant-console-key", actor="user:alice")
 
-    client = model_client()
+    client = claude_client()
 
     assert client._sdk.api_key == "sk-ant-console-key"

@@ -18,15 +18,15 @@ from cryptography.fernet import Fernet
 from django.db import connection
 from rest_framework.test import APIClient
 
+from agents.claude import claude_client
 from agents.sandbox import Sandbox
 from codex.accounts.models import ApiToken, hash_key
 from codex.configuration.models import Setting
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event
 from codex.tasks.jobs import advance_task
-from integrations.anthropic.client import model_client
 from integrations.github.client import github_client, github_errors
-from tests.core.api.resources import make_world
+from tests.api.resources import make_world
 from tests.factories import make_token
 
 pytestmark = pytest.mark.django_db
@@ -208,7 +208,7 @@ def drive_logged_failures(secrets, settings) -> None:
         )
 
     settings.ANTHROPIC_BASE_URL = "https://api.anthropic.test"
-    client = model_client(
+    client = claude_client(
         http_client=anthropic.DefaultHttpxClient(
             transport=httpx2.MockTransport(rejected)
         )

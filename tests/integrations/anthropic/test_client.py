@@ -12,14 +12,16 @@ import pytest
 from codex.core.errors import Action, ClassifiedFailure
 from integrations.anthropic.client import (
     DEFAULT_MODEL,
-    FALLBACK_PRICE,
     ModelClient,
     ModelNotConfigured,
+    model_client,
+    model_for,
+)
+from integrations.anthropic.pricing import (
+    FALLBACK_PRICE,
     Price,
     Usage,
     cost_of,
-    model_client,
-    model_for,
     price_for,
 )
 from tests.model_stub import error, message, server_sent_events, submit, tool_use
@@ -175,31 +177,28 @@ def test_an_httpx2_mock_transport_can_stand_in_for_the_server():
     assert seen[0].url.path == "/v1/messages"
 
 
-@pytest.mark.django_db
 def test_model_client_reads_the_settings(stub, settings):
-    settings.CODEX_CREDENTIALS = {"claude": ["sk-from-settings"]}
     settings.ANTHROPIC_BASE_URL = stub.url
     settings.CODEX_MODEL = "claude-haiku-4-5"
     settings.CODEX_MODEL_PLANNER = "claude-opus-4-6"
     settings.CODEX_MODEL_TIMEOUT_SECONDS = 7
     settings.CODEX_MODEL_MAX_RETRIES = 3
 
-    client = model_client(role="planner")
+    client = model_client(api_key="sk-from-the-caller", role="planner")
     stub.add(message("ok"))
     _send(client)
 
     assert client.model == "claude-opus-4-6"
     assert client.max_retries == 1
-    assert stub.requests[0].headers["authorization"] == "Bearer sk-from-settings"
+    assert stub.requests[0].headers["authorization"] == "Bearer sk-from-the-caller"
     assert stub.bodies[0]["model"] == "claude-opus-4-6"
     assert model_for("developer") == "claude-haiku-4-5"
 
 
-@pytest.mark.django_db
-def test_model_client_without_a_key_is_not_configured(settings):
-    settings.CODEX_CREDENTIALS = {"claude": []}
-    with pytest.raises(ModelNotConfigured):
-        model_client()
+def test_model_client_without_a_key_is_not_configured():
+    for missing in (None, ""):
+        with pytest.raises(ModelNotConfigured):
+            model_client(api_key=missing)
 
 
 def test_price_table_lookups(settings):
@@ -218,21 +217,18 @@ def test_cost_arithmetic():
     assert cost == Decimal("3") + Decimal("15") + Decimal("3.75") + Decimal("0.3")
 
 
-@pytest.mark.django_db
 def test_a_process_builds_one_sdk_client_per_configuration(stub, settings):
-    settings.CODEX_CREDENTIALS = {"claude": ["sk-shared"]}
     settings.ANTHROPIC_BASE_URL = stub.url
-    first = model_client(role="planner")
+    first = model_client(api_key="sk-shared", role="planner")
     first.close()  # a worker's step ends: the shared client stays usable
-    second = model_client(role="developer")
+    second = model_client(api_key="sk-shared", role="developer")
     assert second._sdk is first._sdk
     stub.add(message("still open"))
     assert _send(second).text == "still open"
 
     settings.CODEX_MODEL_TIMEOUT_SECONDS = 7
-    assert model_client()._sdk is not first._sdk
-    settings.CODEX_CREDENTIALS = {"claude": ["sk-rotated"]}
-    rotated = model_client()
+    assert model_client(api_key="sk-shared")._sdk is not first._sdk
+    rotated = model_client(api_key="sk-rotated")
     stub.add(message("ok"))
     _send(rotated)
     assert stub.requests[-1].headers["authorization"] == "Bearer sk-rotated"
