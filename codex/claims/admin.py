@@ -15,7 +15,6 @@ from codex.claims.models import (
     BoardItem,
     ClaimNotHeld,
     ClaimState,
-    GitHubProject,
     IssueClaim,
 )
 from codex.claims.models.backlog import ACTIVE_STATES
@@ -334,33 +333,6 @@ class BacklogRunAdmin(PerformTransitionsMixin, admin.ModelAdmin):
                 f"{skipped} run(s) changed meanwhile and were left alone; try again.",
                 messages.WARNING,
             )
-
-
-class BoardItemInline(admin.TabularInline):
-    model = BoardItem
-    fields = ["issue_number", "item_id", "status", "added_at", "status_updated_at"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-
-@admin.register(GitHubProject)
-class GitHubProjectAdmin(admin.ModelAdmin):
-    list_display = [
-        "repository",
-        "project_number",
-        "project_id",
-        "status_field_id",
-        "updated_at",
-    ]
-    list_select_related = ["repository"]
-    search_fields = ["project_id", "repository__url"]
-    show_full_result_count = False
-    inlines = [BoardItemInline]
 
 
 @admin.register(BoardItem)

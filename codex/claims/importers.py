@@ -23,13 +23,13 @@ from codex.claims.models import (
     BoardItem,
     BoardStatus,
     ClaimState,
-    GitHubProject,
     IssueClaim,
     claim_ttl,
 )
 from codex.claims.models.claim import subject_for
 from codex.core.imports import MAX_WHOLE_NUMBER, control_character, shorten
 from codex.events.models import Event, EventKind
+from codex.github.models import GitHubProject
 from codex.repositories.models import Repository
 
 BOARD_STATUS_BY_NAME = {choice.label: choice.value for choice in BoardStatus}

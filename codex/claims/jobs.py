@@ -137,7 +137,8 @@ TERMINAL = ("completed", "failed", "cancelled")
 def _add_tasks_to_board() -> list:
     """Put every issue a task was made from on its repository's board (spec
     000 "--add--> [Todo]"), at most once each; returns the new items."""
-    from codex.claims.models import BoardItem, GitHubProject
+    from codex.claims.models import BoardItem
+    from codex.github.models import GitHubProject
     from codex.tasks.models import Task
 
     added = []

@@ -1,4 +1,4 @@
-"""The operator console for configuration and the forge caches.
+"""The operator console for configuration and the credentials in use.
 
 A secret is never rendered: lists and detail pages show "••••" and at most its
 last four characters, and the form's password field starts empty (blank keeps
@@ -15,12 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
 from codex.configuration.crypto import MASK
-from codex.configuration.models import (
-    ActiveCredential,
-    GitHubIssue,
-    GitHubToken,
-    Setting,
-)
+from codex.configuration.models import ActiveCredential, Setting
 from codex.configuration.registry import KEYS, InvalidSettingValue, config_key
 
 
@@ -145,78 +140,6 @@ class SettingAdmin(admin.ModelAdmin):
         obj.updated_by = operator(request)
         super().save_model(request, obj, form, change)
         obj.log_change(operator(request))
-
-
-@admin.register(GitHubIssue)
-class GitHubIssueAdmin(admin.ModelAdmin):
-    list_display = [
-        "number",
-        "title",
-        "repository",
-        "state",
-        "assignee",
-        "labels",
-        "updated_at",
-        "synced_at",
-    ]
-    list_filter = ["state"]
-    list_select_related = ["repository"]
-    search_fields = ["title", "=number", "assignee"]
-    show_full_result_count = False
-    date_hierarchy = "updated_at"
-    readonly_fields = [
-        "repository",
-        "number",
-        "title",
-        "body",
-        "state",
-        "assignee",
-        "labels",
-        "created_at",
-        "updated_at",
-        "closed_at",
-        "synced_at",
-    ]
-
-    def has_add_permission(self, request) -> bool:
-        return False  # filled by the GitHub sync and webhooks only
-
-
-@admin.register(GitHubToken)
-class GitHubTokenAdmin(admin.ModelAdmin):
-    """View the cached tokens masked; deleting one forces a refresh."""
-
-    list_display = [
-        "name",
-        "masked_token",
-        "expires_at",
-        "refreshed_at",
-        "lease_holder",
-        "lease_expires_at",
-    ]
-    search_fields = ["name"]
-    show_full_result_count = False
-    fields = [
-        "name",
-        "masked_token",
-        "expires_at",
-        "refreshed_at",
-        "version",
-        "lease_holder",
-        "lease_expires_at",
-        "updated_at",
-    ]
-    readonly_fields = fields
-
-    @admin.display(description="Token")
-    def masked_token(self, obj: GitHubToken) -> str:
-        return obj.masked_token
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(ActiveCredential)

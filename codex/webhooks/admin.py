@@ -1,4 +1,4 @@
-"""The operator console's view of webhook deliveries and installations."""
+"""The operator console's view of webhook deliveries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from codex.webhooks.jobs import reprocess
-from codex.webhooks.models import GitHubInstallation, Outcome, WebhookDelivery
+from codex.webhooks.models import Outcome, WebhookDelivery
 
 # The admin page shows this much of a raw body (bodies go up to
 # CODEX_WEBHOOK_MAX_BYTES).
@@ -108,34 +108,3 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         return request.method in ("GET", "HEAD") and super().has_change_permission(
             request, obj
         )
-
-
-@admin.register(GitHubInstallation)
-class GitHubInstallationAdmin(admin.ModelAdmin):
-    """GitHub App installations, as the installation webhooks reported them."""
-
-    list_display = [
-        "installation_id",
-        "account_login",
-        "account_type",
-        "suspended",
-        "deleted",
-        "last_action",
-        "updated_at",
-    ]
-    list_filter = ["suspended", "deleted"]
-    search_fields = ["account_login", "installation_id"]
-    readonly_fields = [
-        "installation_id",
-        "account_login",
-        "account_type",
-        "app_id",
-        "repositories",
-        "suspended",
-        "deleted",
-        "last_action",
-        "updated_at",
-    ]
-
-    def has_add_permission(self, request) -> bool:
-        return False

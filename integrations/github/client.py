@@ -35,7 +35,6 @@ from django.utils import timezone
 from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 
 from codex.configuration.credentials import current_credential
-from codex.configuration.models import GitHubToken
 from codex.core.errors import (
     DEFAULT_RATE_LIMIT_WAIT,
     NO_RESPONSE,
@@ -49,6 +48,7 @@ from codex.core.errors import (
     parse_retry_after,
 )
 from codex.core.models import LeaseUnavailable
+from codex.github.models import GitHubToken
 
 if TYPE_CHECKING:
     from codex.repositories.models import Repository

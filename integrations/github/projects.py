@@ -17,7 +17,8 @@ from github import Github
 from integrations.github.client import github_client, github_errors
 
 if TYPE_CHECKING:
-    from codex.claims.models import BoardItem, GitHubProject
+    from codex.claims.models import BoardItem
+    from codex.github.models import GitHubProject
 
 ADD_ITEM = """
 mutation AddItem($projectId: ID!, $contentId: ID!) {

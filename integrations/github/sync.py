@@ -37,10 +37,10 @@ from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 from github import Github
 
-from codex.configuration.models import GitHubIssue
 from codex.core.models import VersionConflict
 from codex.fleet.models import AgentInstance
 from codex.fleet.models.choices import InstanceStatus
+from codex.github.models import GitHubIssue
 from integrations.github.client import PER_PAGE, github_client, github_errors
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codex.claims.models import BacklogRun
-from codex.configuration.models.forge_cache import GitHubIssue
+from codex.github.models import GitHubIssue
 from codex.repositories.models import Repository
 from codex.tasks.models import Task
 from tests.factories import put_in_state

@@ -5,12 +5,8 @@ from __future__ import annotations
 import itertools
 from datetime import datetime
 
-from codex.claims.models import (
-    BacklogRun,
-    BoardItem,
-    GitHubProject,
-    IssueClaim,
-)
+from codex.claims.models import BacklogRun, BoardItem, IssueClaim
+from codex.github.models import GitHubProject
 from codex.repositories.models import Repository
 from tests.factories import make_repository
 

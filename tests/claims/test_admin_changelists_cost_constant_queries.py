@@ -43,7 +43,7 @@ def make_items(count: int) -> None:
     [
         ("admin:claims_issueclaim_changelist", make_claims),
         ("admin:claims_backlogrun_changelist", make_runs),
-        ("admin:claims_githubproject_changelist", make_projects),
+        ("admin:github_githubproject_changelist", make_projects),
         ("admin:claims_boarditem_changelist", make_items),
     ],
 )

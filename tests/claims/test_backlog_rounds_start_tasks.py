@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from codex.claims.jobs import expire_stale_claims, play_backlog_rounds
 from codex.claims.models import BacklogRun, BacklogState, ClaimState, IssueClaim
-from codex.configuration.models.forge_cache import GitHubIssue
 from codex.events.models import Event, EventKind
+from codex.github.models import GitHubIssue
 from codex.tasks.models import Task
 from tests.claims.backlog_helpers import backlog_tasks, cache_open_issues, finish
 from tests.claims.factories import make_backlog_run, make_claim, put_claim_in_state

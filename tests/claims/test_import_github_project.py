@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from codex.claims.models import BoardItem, BoardStatus, GitHubProject
+from codex.claims.models import BoardItem, BoardStatus
+from codex.github.models import GitHubProject
 from tests.claims.factories import make_project
 from tests.factories import make_repository
 

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from codex.configuration import crypto
-from codex.configuration.models import GitHubToken, Setting
+from codex.configuration.models import Setting
+from codex.github.models import GitHubToken
 from tests.configuration.factories import KEY_A, KEY_B, TOKEN, stored_column
 
 pytestmark = pytest.mark.django_db

@@ -155,7 +155,6 @@ ADMIN_MODELS = {
     "tasks/learning": False,
     "claims/issueclaim": True,
     "claims/backlogrun": True,
-    "claims/githubproject": False,
     "claims/boarditem": True,
     "fleet/agentinstance": True,
     "fleet/instancerelationship": False,
@@ -164,12 +163,13 @@ ADMIN_MODELS = {
     "children/childreport": False,
     "children/completionanalysis": False,
     "configuration/setting": False,
-    "configuration/githubissue": False,
-    "configuration/githubtoken": False,
     "configuration/activecredential": False,
+    "github/githubissue": False,
+    "github/githubtoken": False,
+    "github/githubproject": False,
+    "github/githubinstallation": False,
     "notifications/notification": True,
     "webhooks/webhookdelivery": False,
-    "webhooks/githubinstallation": False,
 }
 ADMIN_OBJECT_SUFFIXES = ("history/", "delete/", "change/", "")
 

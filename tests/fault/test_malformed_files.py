@@ -22,9 +22,10 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from codex.claims.models import BoardItem, GitHubProject, IssueClaim
+from codex.claims.models import BoardItem, IssueClaim
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
+from codex.github.models import GitHubProject
 from tests.factories import make_repository
 from tests.fault.services import ROOT
 from tests.fleet.factories import SESSION_LOG_EXAMPLE

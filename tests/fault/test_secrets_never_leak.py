@@ -125,7 +125,7 @@ def test_no_secret_in_api_admin_events_or_logs(secrets, role_users, caplog, sett
         "/admin/configuration/setting/",
         f"/admin/configuration/setting/{setting.pk}/change/",
         "/admin/configuration/activecredential/",
-        "/admin/configuration/githubtoken/",
+        "/admin/github/githubtoken/",
         "/admin/accounts/apitoken/",
         f"/admin/accounts/apitoken/{token.pk}/change/",
         "/admin/events/event/",

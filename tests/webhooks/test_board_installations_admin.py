@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from codex.claims.models.board import BoardItem, BoardStatus, GitHubProject
+from codex.claims.models.board import BoardItem, BoardStatus
 from codex.events.models import Event, EventKind
+from codex.github.models import GitHubInstallation, GitHubProject
 from codex.webhooks.jobs import process_delivery, prune_deliveries
-from codex.webhooks.models import GitHubInstallation, Outcome, WebhookDelivery
+from codex.webhooks.models import Outcome, WebhookDelivery
 from tests.webhooks.conftest import load, process_all
 
 pytestmark = pytest.mark.django_db
@@ -121,7 +122,7 @@ def test_admin_lists_searches_and_shows_deliveries(console, deliver, hello_world
     detail = console.get(f"{url}{last().pk}/change/")
     assert detail.status_code == 200
     assert b"Spelling error" in detail.content
-    assert console.get("/admin/webhooks/githubinstallation/").status_code == 200
+    assert console.get("/admin/github/githubinstallation/").status_code == 200
 
 
 def test_admin_reprocess_action_queues_the_delivery_again(

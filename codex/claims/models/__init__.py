@@ -1,7 +1,7 @@
-"""Models of the claims app: issue claims, backlog runs, the project board."""
+"""Models of the claims app: issue claims, backlog runs, the board's items."""
 
 from codex.claims.models.backlog import BacklogRun, BacklogState
-from codex.claims.models.board import BoardItem, BoardStatus, GitHubProject
+from codex.claims.models.board import BoardItem, BoardStatus
 from codex.claims.models.claim import (
     CLAIM_MAX_FAILURES,
     ClaimNotHeld,
@@ -18,7 +18,6 @@ __all__ = [
     "BoardStatus",
     "ClaimNotHeld",
     "ClaimState",
-    "GitHubProject",
     "IssueClaim",
     "claim_ttl",
 ]

@@ -19,7 +19,7 @@ from codex.events.models import EventKind
 
 if TYPE_CHECKING:
     from codex.claims.models.claim import IssueClaim
-    from codex.configuration.models.forge_cache import GitHubIssue
+    from codex.github.models import GitHubIssue
     from codex.tasks.models import Task
 
 SYSTEM_ACTOR = "codex:backlog"
@@ -307,10 +307,7 @@ class BacklogRun(LoggedStateModel):
 
     def _open_issues(self) -> dict[int, GitHubIssue]:
         """The repository's open issues in the GitHub cache, by number."""
-        from codex.configuration.models.forge_cache import (
-            GitHubIssue,
-            GitHubIssueState,
-        )
+        from codex.github.models import GitHubIssue, GitHubIssueState
 
         rows = GitHubIssue.objects.filter(
             repository=self.repository, state=GitHubIssueState.OPEN

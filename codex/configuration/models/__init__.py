@@ -1,17 +1,9 @@
-"""Models of the configuration app: settings, and the caches of the forge."""
+"""Models of the configuration app: settings and the credentials in use."""
 
 from codex.configuration.models.credential import ActiveCredential
-from codex.configuration.models.forge_cache import (
-    GitHubIssue,
-    GitHubIssueState,
-    GitHubToken,
-)
 from codex.configuration.models.setting import Setting
 
 __all__ = [
     "ActiveCredential",
-    "GitHubIssue",
-    "GitHubIssueState",
-    "GitHubToken",
     "Setting",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from codex.events.models import Event, EventKind
+from codex.github.models import GitHubInstallation
 from codex.webhooks.handlers.common import Context, Result, ignored, obj, processed
-from codex.webhooks.models import GitHubInstallation
 
 
 def _full_names(repositories) -> list[str]:

@@ -11,8 +11,8 @@ import time_machine
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from codex.configuration.models import GitHubToken
 from codex.core.errors import Action, ClassifiedFailure
+from codex.github.models import GitHubToken
 from integrations.github.client import github_client, github_token
 from integrations.github.forge import GitHubForge
 from tests.factories import make_repository

@@ -8,8 +8,8 @@ import json
 import pytest
 from responses import matchers
 
-from codex.configuration.models import GitHubToken
 from codex.core.errors import Action, ClassifiedFailure
+from codex.github.models import GitHubToken
 from codex.repositories.forge import Forge, get_forge
 from integrations.github.forge import GitHubForge
 from tests.integrations.github.conftest import TOKENS

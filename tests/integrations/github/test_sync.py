@@ -10,8 +10,8 @@ import time_machine
 from django.core.cache import cache
 from responses import matchers
 
-from codex.configuration.models import GitHubIssue
 from codex.fleet.models import AgentInstance
+from codex.github.models import GitHubIssue
 from codex.repositories.jobs import sync_github_repositories
 from integrations.github.sync import WINDOW_LIMIT, sync_repository, sync_state_key
 from tests.factories import make_repository

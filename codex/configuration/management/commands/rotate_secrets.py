@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from codex.configuration.crypto import SecretUnreadable
-from codex.configuration.models import GitHubToken, Setting
+from codex.configuration.models import Setting
 from codex.events.models import Event, EventKind
+from codex.github.models import GitHubToken
 
 
 class Command(BaseCommand):

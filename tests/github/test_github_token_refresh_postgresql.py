@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from codex.configuration.models import GitHubToken
+from codex.github.models import GitHubToken
 from tests.configuration.factories import KEY_A
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]

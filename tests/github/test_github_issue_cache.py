@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from codex.configuration.models import GitHubIssue
+from codex.github.models import GitHubIssue
 from tests.configuration.factories import webhook_issue
 from tests.factories import make_repository
 
@@ -89,7 +89,7 @@ def test_repository_and_number_are_unique():
 def test_the_admin_list_runs_a_constant_number_of_queries(
     console, django_assert_max_num_queries
 ):
-    url = reverse("admin:configuration_githubissue_changelist")
+    url = reverse("admin:github_githubissue_changelist")
 
     def add(count: int) -> None:
         for _ in range(count):

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from codex.configuration.models import GitHubToken
 from codex.core.models import LeaseRequired
+from codex.github.models import GitHubToken
 from tests.configuration.factories import KEY_A
 
 pytestmark = pytest.mark.django_db

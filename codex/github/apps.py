@@ -1,0 +1,13 @@
+"""What Codex keeps of GitHub: the issue and token caches, the Projects board's
+ids and the App's installations (docs/architecture.md#apps)."""
+
+from django.apps import AppConfig
+
+
+class GitHubConfig(AppConfig):
+    """App config for `codex.github` (label "github")."""
+
+    name = "codex.github"
+    label = "github"
+    verbose_name = "GitHub"
+    default_auto_field = "django.db.models.BigAutoField"
