@@ -8,9 +8,19 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
+        from django.core import checks
         from django_fsm.signals import post_transition
 
+        from codex.core.django_internals import (
+            check_django_internals,
+            check_event_log_registered,
+        )
         from codex.core.logged_state import record_transition_event
+
+        # Refuse to start when a Django internal the fast path relies on
+        # changed (docs/architecture.md#fast-path), or without an event log.
+        checks.register(check_django_internals)
+        checks.register(check_event_log_registered)
 
         post_transition.connect(
             record_transition_event, dispatch_uid="logged_state_event_log"

@@ -4,6 +4,12 @@ Django compiles a queryset to SQL each time it runs. For the one or two
 lookups every API request makes (its token with user and roles, the
 repository of a new task), compiling cost more CPU than sending the query and
 reading its row, for SQL that differs only in one parameter.
+
+This module and codex.core.statements are the only ones that use Django's
+internals (the compiler's select, klass_info, annotation_col_map and
+results_iter, get_related_populators); codex.core.django_internals pins them
+(docs/architecture.md#fast-path). A compiled query of another shape than the
+one verified raises FastPathInvariantError when it is built.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from typing import Any
 from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
+
+from codex.core.django_internals import FastPathInvariantError
 
 
 class CompiledQuery:
@@ -37,6 +45,7 @@ class CompiledQuery:
         self.using = using
         self.compiler = compiler
         select, klass_info = compiler.select, compiler.klass_info
+        check_compiled_shape(self.sql, klass_info, queryset)
         self.model = klass_info["model"]
         fields = klass_info["select_fields"]
         self.model_columns = slice(fields[0], fields[-1] + 1)
@@ -63,6 +72,30 @@ class CompiledQuery:
                 setattr(instance, name, row[column])
             return instance
         return None
+
+
+def check_compiled_shape(sql: str, klass_info: Any, queryset: QuerySet) -> None:
+    """The compiled query is a SELECT of the queryset's model whose columns
+    are one run (what CompiledQuery slices out of each row)."""
+    if not sql.lstrip().upper().startswith("SELECT"):
+        raise FastPathInvariantError(f"the compiled query is not a SELECT: {sql[:60]}")
+    if not isinstance(klass_info, dict) or not {"model", "select_fields"} <= set(
+        klass_info
+    ):
+        raise FastPathInvariantError(
+            "SQLCompiler.klass_info lost its model or select_fields: re-check "
+            "codex.core.compiled_query (codex.core.django_internals)"
+        )
+    if klass_info["model"] is not queryset.model:
+        raise FastPathInvariantError(
+            f"the compiled query selects {klass_info['model']!r}, "
+            f"not {queryset.model!r}"
+        )
+    fields = klass_info["select_fields"]
+    if not fields or list(fields) != list(range(fields[0], fields[-1] + 1)):
+        raise FastPathInvariantError(
+            f"the model's columns are not one run in the select list: {fields}"
+        )
 
 
 _CACHE: dict[tuple, CompiledQuery] = {}

@@ -16,8 +16,9 @@ from typing import Any
 from django.db import models
 from django_fsm import TransitionNotAllowed
 
+from codex.core import statements
+from codex.core.event_rows import event_row
 from codex.core.models import VersionedLeasedModel, one_change
-from codex.events.models import Event
 
 
 class LoggedStateModel(VersionedLeasedModel):
@@ -54,10 +55,10 @@ class LoggedStateModel(VersionedLeasedModel):
             {"actor": by, "reason": reason, **fields}
         )
 
-    def _build_event(self, queued: dict[str, Any]) -> Event:
+    def _build_event(self, queued: dict[str, Any]) -> models.Model:
         values = self.event_fields()
         data = {**values.pop("data", {}), **queued.pop("data", {})}
-        return Event(
+        return event_row(
             kind=self.event_kind,
             subject=self.event_subject,
             data=data,
@@ -73,8 +74,9 @@ class LoggedStateModel(VersionedLeasedModel):
                 # The events name the new row's id: built once it has one.
                 one_change(
                     lambda: super(LoggedStateModel, self).save(*args, **kwargs),
-                    lambda: Event.objects.using(self._state.db).bulk_create(
-                        [self._build_event(dict(queued)) for queued in pending]
+                    lambda: statements.insert_rows(
+                        [self._build_event(dict(queued)) for queued in pending],
+                        self._state.db,
                     ),
                     using=using,
                 )

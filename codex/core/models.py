@@ -18,17 +18,19 @@ imported here, where the rest of the app imports them from.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connections, models, router, transaction
-from django.db.models import Q
+from django.db import models, router, transaction
 from django.utils import timezone
 
 from codex.core import statements
-from codex.core.leases import LeaseMethods, lease_is_free
+from codex.core.django_internals import FastPathInvariantError
+from codex.core.leases import LeaseMethods
+from codex.core.leases import lease_is_free as lease_is_free  # re-export
 from codex.core.querysets import VersionedQuerySet as VersionedQuerySet  # re-export
 from codex.core.refusals import (
     REFUSALS,
@@ -109,6 +111,8 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     lease_guarded_fields: tuple[str, ...] = ()
+    # The save in progress, for _do_update (see writing); None between saves.
+    _versioned_write: statements.VersionedWrite | None = None
     # When True, a save without update_fields writes only the columns that may
     # have changed since the row was read (see fields_to_write), not all of them.
     write_changed_fields_only: bool = False
@@ -243,59 +247,72 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
             if release_lease:
                 extra |= {"lease_holder", "lease_expires_at"}
             kwargs["update_fields"] = set(update_fields) | extra
-        self._expected_version = self.version
-        previous = (self.version, self.lease_holder, self.lease_expires_at)
-        self.version += 1
-        if release_lease:
-            self.lease_holder = None
-            self.lease_expires_at = None
-        try:
-            super().save(*args, **kwargs)
-        except BaseException:
-            self.version, self.lease_holder, self.lease_expires_at = previous
-            raise
-        finally:
-            del self._expected_version
+        with self.writing() as write:
+            if write.expected_version is not None:
+                raise FastPathInvariantError(
+                    f"a save of {self._meta.label} {self.pk} began inside its own save"
+                )
+            write.expected_version = self.version
+            write.holder = self.held_lease
+            write.sent = False
+            previous = (self.version, self.lease_holder, self.lease_expires_at)
+            self.version += 1
+            if release_lease:
+                self.lease_holder = None
+                self.lease_expires_at = None
+            try:
+                super().save(*args, **kwargs)
+                if not write.sent:
+                    raise FastPathInvariantError(
+                        f"Model.save() of {self._meta.label} {self.pk} never "
+                        "called _do_update, so its version went unchecked: "
+                        "re-check codex.core.django_internals"
+                    )
+            except BaseException:
+                self.version, self.lease_holder, self.lease_expires_at = previous
+                raise
+            finally:
+                write.expected_version = None
         if release_lease:
             self._held_lease = None
         self._remember_loaded_state()
 
+    @contextmanager
+    def writing(self) -> Iterator[statements.VersionedWrite]:
+        """The versioned write in progress on this object for the block: the
+        one save_with_rows attached, or a new one. Django's save() has no
+        argument to carry it to `_do_update`, so it rides on the object (one
+        typed attribute, `_versioned_write`) for the block only."""
+        write = self._versioned_write
+        if write is not None:
+            yield write
+            return
+        self._versioned_write = write = statements.VersionedWrite()
+        try:
+            yield write
+        finally:
+            del self._versioned_write
+
     def _do_update(self, base_qs, using, pk_val, values, update_fields, forced_update):
-        expected = getattr(self, "_expected_version", None)
-        if expected is None:
+        # Django's hook for the UPDATE of a save; its signature is pinned by
+        # codex.core.django_internals. A versioned save goes to the fast path.
+        write = self._versioned_write
+        if write is None or write.expected_version is None:
             return super()._do_update(
                 base_qs, using, pk_val, values, update_fields, forced_update
             )
         now = timezone.now()
-        rows = self.__dict__.pop("_rows_with_update", None)
-        if (
-            rows
-            and connections[using].vendor == "postgresql"
-            and not base_qs.query.where
+        if statements.update_versioned_row(
+            self,
+            write,
+            base_qs=base_qs,
+            using=using,
+            pk_val=pk_val,
+            values=values,
+            now=now,
         ):
-            update = statements.versioned_update_sql(
-                self, using, pk_val, expected, now, self.held_lease, values
-            )
-            if update is not None:
-                if statements.update_with_rows(update, rows, using):
-                    return True
-                self._raise_write_refused(expected, now)
-        allowed = lease_is_free(now)
-        if self.held_lease:
-            allowed |= Q(lease_holder=self.held_lease)
-        filtered = base_qs.filter(allowed, pk=pk_val, version=expected)
-        if rows and not connections[using].in_atomic_block:
-            # The caller counted on the one-statement write above and opened
-            # no transaction: the UPDATE and its rows need one here.
-            with transaction.atomic(using=using):
-                if filtered._update(values) > 0:
-                    statements.insert_rows(rows, using)
-                    return True
-        elif filtered._update(values) > 0:
-            if rows:  # not in one statement: the caller writes them
-                self._rows_with_update = rows
             return True
-        self._raise_write_refused(expected, now)
+        self._raise_write_refused(write.expected_version, now)
         return False  # unreachable; keeps the contract visible
 
     def _raise_write_refused(self, expected: int, now: datetime) -> None:
@@ -326,8 +343,9 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
 
         On PostgreSQL the row and its rows are one statement (codex.core.
         statements), atomic by itself, so outside a transaction no BEGIN/COMMIT
-        is sent either: an UPDATE goes to `_do_update` with its rows, a new row
-        is inserted with them (like bulk_create, without model signals).
+        is sent either: an UPDATE goes to `_do_update` with its rows (in the
+        VersionedWrite of `writing`), a new row is inserted with them (like
+        bulk_create, without model signals).
         Elsewhere, or with callbacks, they are written one after the other in
         one transaction. Inside a caller's transaction there is no savepoint
         (see one_change); an IntegrityError of the one statement aborts that
@@ -337,29 +355,38 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
         using = using or self._state.db or router.db_for_write(type(self))
         connection = transaction.get_connection(using)
         in_one_statement = bool(rows) and connection.vendor == "postgresql"
-        if in_one_statement and self._state.adding and not after_save:
-            statements.insert_with_rows(self, rows, using)
-            self._remember_loaded_state()
+        if self._state.adding:
+            if in_one_statement and not after_save:
+                statements.insert_with_rows(self, rows, using)
+                self._remember_loaded_state()
+                return
+
+            def write_the_rest() -> None:
+                statements.insert_rows(rows, using)
+                for callback in after_save:
+                    callback()
+
+            one_change(save, write_the_rest, using=using)
             return
-        if rows and not self._state.adding:
-            self._rows_with_update = rows
-            rows = []
+        with self.writing() as write:
+            write.rows = list(rows)
 
-        def write_the_rest() -> None:
-            left = self.__dict__.pop("_rows_with_update", None) or rows
-            statements.insert_rows(left, using)
-            for callback in after_save:
-                callback()
+            def rows_written_then_callbacks() -> None:
+                if write.rows and not write.rows_written:
+                    raise FastPathInvariantError(
+                        f"the save of {self._meta.label} {self.pk} did not "
+                        "write the rows of its change"
+                    )
+                for callback in after_save:
+                    callback()
 
-        try:
             if in_one_statement and not after_save and not connection.in_atomic_block:
-                # _do_update opens a transaction if it falls back to two.
+                # update_versioned_row opens a transaction if it falls back
+                # to two statements.
                 save()
-                write_the_rest()  # nothing, unless no UPDATE was needed
+                rows_written_then_callbacks()
             else:
-                one_change(save, write_the_rest, using=using)
-        finally:
-            self.__dict__.pop("_rows_with_update", None)
+                one_change(save, rows_written_then_callbacks, using=using)
 
     # -- leases: codex.core.leases.LeaseMethods ------------------------------
 

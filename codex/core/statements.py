@@ -1,9 +1,15 @@
-"""One-statement writes on PostgreSQL, for codex.core.models.
+"""The one-statement write fast path: how a versioned save reaches the
+database, and the only module that writes through Django's internals
+(docs/architecture.md#fast-path; the internals and the check that pins them
+are in codex.core.django_internals).
 
-A change and the rows that belong to it (its events, the next step's job row)
-are sent as one data-modifying CTE: the rows are inserted only when the change
-applied, atomically and in one round trip, with no BEGIN/COMMIT needed around
-it outside a transaction:
+A versioned save (codex.core.models.VersionedLeasedModel) hands Django's
+`_do_update` arguments and a `VersionedWrite` (the version read, the lease
+holder, the rows that belong to the change) to `update_versioned_row`, which
+says whether the row matched. On PostgreSQL a change and its rows (its
+events, the next step's job row) are sent as one data-modifying CTE: the rows
+are inserted only when the change applied, atomically and in one round trip,
+with no BEGIN/COMMIT needed around it outside a transaction:
 
     WITH updated AS (UPDATE ... RETURNING 1),         -- or: created AS (INSERT
          r0 AS (INSERT ... SELECT ... FROM updated      --  ... RETURNING id AS
@@ -11,18 +17,27 @@ it outside a transaction:
          r1 AS (...)                                    --  key to it read from
     SELECT r0.written, r1.written FROM r0 CROSS JOIN r1 --  created.written
 
-The statement text depends only on the models (and, for an INSERT, on which
-field of a row points at the new one), so it is built once per model.
+Elsewhere the UPDATE goes through the ORM and the rows follow it in the same
+transaction. The statement text depends only on the models (and, for an
+INSERT, on which field of a row points at the new one), so it is built once
+per model. Invariants (one row per write, the version raised by one, the save
+reaching `_do_update`) raise FastPathInvariantError, never a bare assert.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from django.db import connections, models
+from django.db import connections, models, transaction
+from django.db.models import Q
+
+from codex.core.django_internals import FastPathInvariantError
+from codex.core.leases import lease_is_free
 
 try:  # psycopg 3, the PostgreSQL driver; absent on an SQLite-only install
     from psycopg import _queries as _psycopg_queries
@@ -44,6 +59,96 @@ if (
     _psycopg_queries.MAX_CACHED_STATEMENT_PARAMS = STATEMENT_PARAMS_CACHED
 
 
+@dataclasses.dataclass(eq=False)
+class VersionedWrite:
+    """One versioned save of an existing row, in progress.
+
+    Django calls `_do_update` with its own arguments only, so the model
+    attaches this to itself for the length of one save
+    (VersionedLeasedModel.writing) and passes it here explicitly. In:
+    `expected_version` (the version read), `holder` (the lease the saver
+    holds, or None), `rows` (unsaved rows to write with the UPDATE). Out:
+    `sent` (the UPDATE went through update_versioned_row) and `rows_written`.
+    """
+
+    expected_version: int | None = None
+    holder: str | None = None
+    rows: list[models.Model] = dataclasses.field(default_factory=list)
+    sent: bool = False
+    rows_written: bool = False
+
+
+def update_versioned_row(
+    obj: models.Model,
+    write: VersionedWrite,
+    *,
+    base_qs: models.QuerySet,
+    using: str,
+    pk_val: Any,
+    values: list,
+    now: datetime,
+) -> bool:
+    """The UPDATE of `obj`'s versioned save (`base_qs`, `using`, `pk_val` and
+    `values`, the (field, model, value) triples, as Django's `_do_update` got
+    them) with the version read and a free, expired or `write.holder`'s lease
+    in its WHERE clause, and `write.rows` with it. True when the row matched,
+    its rows written too; False when it did not, and nothing was written.
+    """
+    expected = write.expected_version
+    if expected is None:
+        raise FastPathInvariantError(f"a versioned write of {obj!r} without a version")
+    check_version_raised(obj, values, expected)
+    write.sent = True
+    rows = write.rows
+    connection = connections[using]
+    if rows and connection.vendor == "postgresql" and not base_qs.query.where:
+        update = versioned_update_sql(
+            obj, using, pk_val, expected, now, write.holder, values
+        )
+        if update is not None:
+            write.rows_written = update_with_rows(update, rows, using)
+            return write.rows_written
+    allowed = lease_is_free(now)
+    if write.holder:
+        allowed |= Q(lease_holder=write.holder)
+    filtered = base_qs.filter(allowed, pk=pk_val, version=expected)
+    # Outside a transaction (the caller counted on the one statement above),
+    # the UPDATE and its rows need one of their own.
+    own_transaction = bool(rows) and not connection.in_atomic_block
+    with transaction.atomic(using=using) if own_transaction else nullcontext():
+        if not one_row(filtered._update(values), obj):
+            return False
+        insert_rows(rows, using)
+        write.rows_written = True
+    return True
+
+
+def check_version_raised(obj: models.Model, values: list, expected: int) -> None:
+    """`values` (Django's update triples) set `version` to `expected` + 1."""
+    for field, _model, value in values:
+        if field.attname == "version":
+            if value != expected + 1:
+                raise FastPathInvariantError(
+                    f"the save of {obj!r} writes version {value!r}, not "
+                    f"{expected + 1} (read {expected})"
+                )
+            return
+    raise FastPathInvariantError(
+        f"the save of {obj!r} does not write its version: Django's update "
+        "values changed shape (codex.core.django_internals)"
+    )
+
+
+def one_row(count: int, obj: models.Model) -> bool:
+    """Whether a write by primary key matched its row; more than one is a
+    broken WHERE clause."""
+    if count > 1:
+        raise FastPathInvariantError(
+            f"the write of {obj!r} by its key matched {count} rows"
+        )
+    return count == 1
+
+
 def versioned_update_sql(
     obj: models.Model,
     using: str,
@@ -53,8 +158,8 @@ def versioned_update_sql(
     holder: str | None,
     values: list,
 ) -> tuple[str, list] | None:
-    """The UPDATE `_do_update` sends (the version read, a free, expired or
-    `holder`'s lease, in its WHERE clause), written out directly: building it
+    """The UPDATE of update_versioned_row (the version read, a free, expired
+    or `holder`'s lease, in its WHERE clause), written out directly: building it
     through a queryset and its compiler was a third of a transition's CPU.
     None when a value needs the ORM's compiler (an expression, a placeholder).
     """
@@ -187,9 +292,14 @@ def _with_rows(
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        written = cursor.fetchone()
-    if written is None:
+        result = cursor.fetchall()
+    if not result:
         return None
+    if len(result) > 1:
+        raise FastPathInvariantError(
+            f"the write of {name} with its rows matched {len(result)} rows"
+        )
+    written = result[0]
     for row, key in zip(rows, written[-len(rows) :], strict=True):
         row.pk = key
         row._state.adding = False
@@ -215,6 +325,8 @@ def insert_with_rows(obj: models.Model, rows: list[models.Model], using: str) ->
     fields, sql = _insert_values(type(obj), using)
     first = ("created", sql, _prepared(fields, obj, connection))
     written = _with_rows(first, rows, using, parent=obj)
+    if written is None:
+        raise FastPathInvariantError(f"the INSERT of {obj!r} returned no key")
     obj.pk = written[0]
     obj._state.adding = False
     obj._state.db = using
