@@ -27,7 +27,7 @@ from django.db import connections
 
 from tests.workers.live import side_effect_runner as runner
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUNNER = "tests.workers.live.side_effect_runner.SideEffectRunner"
 
 # timeout < retry (settings refuse anything else); the minimum timeout is 10 s.
