@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import make_user
-from tests.pages.test_inbox import INBOX, answer, escalate, resolve_url
+from tests.tasks.pages.test_inbox import INBOX, answer, escalate, resolve_url
 
 pytestmark = pytest.mark.django_db
 
