@@ -55,8 +55,8 @@ def run(smoke: bool) -> list[dict]:
     from django.core.cache import cache
     from django.test import override_settings
 
+    from codex.github.sync import sync_repository, sync_state_key
     from codex.repositories.models import Repository
-    from integrations.github.sync import sync_repository, sync_state_key
     from tests.configuration.factories import KEY_A
     from tests.integrations.github.payloads import issue
 

@@ -29,7 +29,7 @@ against it (goal 0.9), and 8 over 1 worker is reported beside it.
 
 Codex's own CPU per task (its workers' Python, PostgreSQL, git) is told apart
 from the repository's tests: one QA test run is measured by itself, the same
-command in the same jail (`_qa_run_cpu`), and taken off the workers' child
+command in the same jail (`qa_run_cpu`), and taken off the workers' child
 processes. Each run's completed tasks are merged pull requests; the tokens and
 dollars their agent runs recorded give the cost per merged pull request of the
 demo's scripted conversation with prompt caching.
@@ -42,10 +42,19 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 from bench.common import figure, qcluster, quiet_queue, wait_until
+from bench.cpu_accounting import (
+    bench_cpu,
+    cpu_jiffies,
+    group_cpu,
+    peak_rss_mb,
+    postgresql_cpu,
+    ticks_per_second,
+)
+from bench.pipeline_spend import spend_figures, spend_per_merged_pr
+from bench.qa_probe import pytest_cpu, qa_run_cpu
 
 NAME = "pipeline_tasks_per_minute_8_vs_1_workers"
 GOAL = "reported (8 workers over 1; the CPU-bound ceiling bounds it)"
@@ -58,86 +67,6 @@ PHASES = ("intake", "planning", "implementation", "verification", "review", "rel
 # would resume a blocked task and the run would wait out its timeout; only
 # completed tasks count towards the figure, and the statuses are reported.
 SETTLED = ("completed", "failed", "cancelled", "escalated", "blocked")
-
-
-def ticks_per_second() -> int:
-    return os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine, from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def _processes(match) -> Iterator[tuple[Path, list[str]]]:
-    """The live processes `match(name, fields)` accepts: their /proc folder
-    and the fields of their stat after the name (fields[2] is the process
-    group, [11:15] utime, stime, cutime, cstime)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # it ended meanwhile
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if match(name, fields):
-            yield entry, fields
-
-
-def _process_cpu(match) -> dict[str, float]:
-    """CPU seconds of the processes `match` accepts (see _processes), each
-    split into its own (utime + stime) and its reaped children's (cutime +
-    cstime: the git and pytest runs a worker waited for, the backends the
-    postmaster reaped)."""
-    own = children = 0
-    for _, fields in _processes(match):
-        own += int(fields[11]) + int(fields[12])
-        children += int(fields[13]) + int(fields[14])
-    return {"own": own / ticks_per_second(), "children": children / ticks_per_second()}
-
-
-def _in_group(pgid: int):
-    return lambda name, fields: int(fields[2]) == pgid
-
-
-def _group_cpu(pgid: int) -> dict[str, float]:
-    """The cluster's process group: its workers with their git and pytest."""
-    return _process_cpu(_in_group(pgid))
-
-
-def _peak_rss_mb(pgid: int) -> float:
-    """The highest peak resident memory (VmHWM) of the cluster's processes:
-    its workers, after the agent sessions they ran."""
-    peak = 0
-    for entry, _ in _processes(_in_group(pgid)):
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                peak = max(peak, int(line.split()[1]))
-    return peak / 1024
-
-
-def _postgresql_cpu() -> float:
-    """CPU seconds of every PostgreSQL process of the machine (the bench's
-    backends, the postmaster with the backends it reaped, the writers)."""
-    cpu = _process_cpu(lambda name, fields: name.startswith("postgres"))
-    return cpu["own"] + cpu["children"]
-
-
-def _bench_cpu() -> float:
-    """CPU seconds of this process so far: the model stub's threads and the
-    bench's own polling."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def warm_up(seconds: float = 1.0) -> int:
@@ -186,120 +115,6 @@ def _warm_up(workers: int) -> int:
     return sent
 
 
-def _pytest_cpu(root: Path) -> dict[str, float]:
-    """CPU seconds of one QA-style pytest run (the worker's test command with
-    the sandbox's python, on a one-test project), with the plugins of the
-    environment autoloaded as QA runs it, and with autoloading turned off."""
-    import resource
-    import subprocess
-    import sys
-
-    project = root / "pytest-probe"
-    project.mkdir(parents=True)
-    (project / "test_probe.py").write_text("def test_probe():\n    assert True\n")
-    out = {}
-    for name, extra in (
-        ("autoload", {}),
-        ("no_autoload", {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
-    ):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(
-            [sys.executable, "-B", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-            cwd=project,
-            env={"PATH": os.defpath, "HOME": str(project), "LANG": "C.UTF-8", **extra},
-            capture_output=True,
-            check=False,
-            timeout=120,
-        )
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out[name] = (after.ru_utime - before.ru_utime) + (
-            after.ru_stime - before.ru_stime
-        )
-    return out
-
-
-def _qa_run_cpu(root: Path, tests: int, runs: int = 3) -> dict[str, float] | None:
-    """CPU seconds of one QA test run as the pipeline's workers make it: the
-    same command, PATH, environment and read-only venv, through the same
-    supervisor, on a project of `tests` feature modules with their tests (the
-    pipeline's main grows one per merged task, and QA tests all of it).
-
-    Two figures, medians of `runs`: `seen`, what the runner's child-process
-    accounting sees of a run in the jail the workers use (bubblewrap when this
-    machine has it: its namespace's init does not hand the command's CPU back
-    to the parent, so almost nothing), and `actual`, the same run unjailed.
-    The workers' children CPU holds `seen`, not `actual`; the machine's total
-    holds `actual`. None when it cannot run."""
-    import resource
-    import shlex
-    import statistics
-    import sys
-
-    from integrations.jail import Jail, JailUnavailable, Limits
-    from integrations.jail.backends import HostBackend, backend_named
-    from tests.live_pipeline import feature_files
-
-    project = root / "qa-probe"
-    (project / "features").mkdir(parents=True)
-    for number in range(tests):
-        for path, text in feature_files(f"FEAT-20260101-probe{number:03d}").items():
-            (project / path).write_text(text)
-    try:
-        jailed = backend_named("bubblewrap")
-    except JailUnavailable:
-        jailed = HostBackend()
-    command = shlex.split("python -B -m pytest -q -p no:cacheprovider")
-    out = {}
-    for name, backend in (("seen", jailed), ("actual", HostBackend())):
-        jail = Jail(
-            worktree=project.resolve(),
-            backend=backend,
-            limits=Limits(wall_seconds=120, cpu_seconds=120),
-            path=f"{Path(sys.executable).parent}{os.pathsep}{os.defpath}",
-            extra_env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-            readonly=tuple({Path(sys.prefix), Path(sys.base_prefix)}),
-        )
-        samples = []
-        for _ in range(runs):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            result = jail.run(command)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if result.exit_code != 0:
-                return None
-            samples.append(
-                after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            )
-        out[name] = statistics.median(samples)
-    return out
-
-
-def _spend(ids: list[str]) -> dict:
-    """Tokens and dollars the agent runs of the completed tasks among `ids`
-    recorded (Codex's own accounting: the stub reports usage as the API does,
-    cache writes and reads from cache_control; priced by Codex's table), per
-    completed task: each completed task is one merged pull request."""
-    from django.db.models import Count, Sum
-
-    from codex.fleet.models import AgentRun
-
-    sums = AgentRun.objects.filter(
-        task__task_id__in=ids, task__status="completed"
-    ).aggregate(
-        tasks=Count("task", distinct=True),
-        runs=Count("id"),
-        input=Sum("input_tokens"),
-        output=Sum("output_tokens"),
-        cache_write=Sum("cache_write_tokens"),
-        cache_read=Sum("cache_read_tokens"),
-        cost=Sum("cost_usd"),
-    )
-    tasks = sums.pop("tasks") or 0
-    return {
-        "tasks": tasks,
-        **{k: float(v or 0) / tasks if tasks else 0.0 for k, v in sums.items()},
-    }
-
-
 def _db_counters() -> dict[str, int]:
     """This database's transactions and row writes so far (pg_stat_database;
     backends report them within about a second)."""
@@ -335,9 +150,9 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
         cluster = qcluster(env, root / "qcluster.log")
         try:
             warm_ups = _warm_up(workers)
-            cpu0 = _group_cpu(cluster.process.pid)
-            pg0, bench0 = _postgresql_cpu(), _bench_cpu()
-            busy0, total0 = _cpu_jiffies()
+            cpu0 = group_cpu(cluster.process.pid)
+            pg0, bench0 = postgresql_cpu(), bench_cpu()
+            busy0, total0 = cpu_jiffies()
             db0 = _db_counters()
             start = time.time()
             ids = pipeline.create_tasks(tasks, title=f"Bench {workers}w feature")
@@ -352,12 +167,12 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
                 f"{tasks} tasks to settle on {workers} workers",
                 interval=0.5,  # the makespan comes from the runs' end times
             )
-            busy1, total1 = _cpu_jiffies()
+            busy1, total1 = cpu_jiffies()
             time.sleep(1.1)  # backends flush their statistics at most every 1 s
             db1 = _db_counters()
-            cpu1 = _group_cpu(cluster.process.pid)
-            peak_rss_mb = _peak_rss_mb(cluster.process.pid)
-            pg, bench = _postgresql_cpu() - pg0, _bench_cpu() - bench0
+            cpu1 = group_cpu(cluster.process.pid)
+            peak_rss = peak_rss_mb(cluster.process.pid)
+            pg, bench = postgresql_cpu() - pg0, bench_cpu() - bench0
         finally:
             cluster.stop()
             connections.close_all()
@@ -368,7 +183,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
         )
         requests = len(pipeline.stub.requests)
         completed = Task.objects.filter(task_id__in=ids, status="completed").count()
-        spend = _spend(ids)
+        spend = spend_per_merged_pr(ids)
     ended = max(e for _, _, e in runs if e is not None).timestamp()
     makespan = ended - start
     by_phase: dict[str, list[float]] = defaultdict(list)
@@ -402,7 +217,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             "machine": (busy1 - busy0) / ticks_per_second() / tasks,
         },
         "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
-        "peak_rss_mb": peak_rss_mb,
+        "peak_rss_mb": peak_rss,
         "model_requests": requests,
         "warm_ups": warm_ups,
         "db_commits_per_task": (db1["commits"] - db0["commits"]) / tasks,
@@ -436,9 +251,9 @@ def run(smoke: bool) -> list[dict]:
     results, failures = [], []
     tmp = Path(tempfile.mkdtemp(prefix="codex-bench-pipeline-"))
     try:
-        probe = None if smoke else _pytest_cpu(tmp)
+        probe = None if smoke else pytest_cpu(tmp)
         # QA tests all of main: on average half the largest run's features.
-        qa = _qa_run_cpu(tmp, max(1, max(t for _, t in plan) // 2), 1 if smoke else 3)
+        qa = qa_run_cpu(tmp, max(1, max(t for _, t in plan) // 2), 1 if smoke else 3)
         for workers, tasks in plan:
             t = time.perf_counter()
             try:
@@ -530,7 +345,7 @@ def run(smoke: bool) -> list[dict]:
         )
     if busiest:
         figures.append(_codex_cpu_figure(busiest, qa))
-    figures += _spend_figures(results)
+    figures += spend_figures(results)
     for r in results:
         figures.append(
             figure(
@@ -593,7 +408,7 @@ def run(smoke: bool) -> list[dict]:
 def _codex_cpu_figure(r: dict, qa: dict[str, float] | None) -> dict:
     """Codex's own CPU per task: its workers' Python, PostgreSQL, and git (the
     workers' child processes less what they show of the QA test run, measured
-    apart by _qa_run_cpu: the repository's tests are the work, not Codex's)."""
+    apart by qa_run_cpu: the repository's tests are the work, not Codex's)."""
     split = r["cpu_split"]
     seen = qa["seen"] if qa else 0.0
     git = max(split["git_and_pytest"] - seen, 0.0)
@@ -622,49 +437,3 @@ def _codex_cpu_figure(r: dict, qa: dict[str, float] | None) -> dict:
         git=round(git, 4),
         qa_test_run_cpu=None if qa is None else round(qa["actual"], 4),
     )
-
-
-def _spend_figures(results: list[dict]) -> list[dict]:
-    """Tokens and dollars per merged pull request over every run's completed
-    tasks: the demo's scripted conversation (agents.demo) with prompt caching,
-    as Codex recorded it."""
-    tasks = sum(r["spend"]["tasks"] for r in results)
-    if not tasks:
-        return []
-
-    def total(key: str) -> float:
-        return sum(r["spend"][key] * r["spend"]["tasks"] for r in results) / tasks
-
-    tokens = {k: total(k) for k in ("input", "output", "cache_write", "cache_read")}
-    uncached = tokens["input"] + tokens["cache_write"]
-    inputs = uncached + tokens["cache_read"]
-    detail = (
-        f"{tasks} merged pull requests (completed tasks), {total('runs'):.1f} agent "
-        f"runs each; tokens per pull request: {tokens['input']:.0f} input, "
-        f"{tokens['cache_write']:.0f} cache writes, {tokens['cache_read']:.0f} "
-        f"cache reads, {tokens['output']:.0f} output "
-        f"({(uncached / inputs * 100) if inputs else 0:.1f}% of input uncached); "
-        "priced by Codex's own table for the roles' default models; the "
-        "scripted conversation is short (a few turns per phase): a real model "
-        "on a real change reads and writes far more"
-    )
-    return [
-        figure(
-            "cost_per_merged_pull_request_usd",
-            total("cost"),
-            "USD",
-            goal="reported (other agent systems' published figures beside it in "
-            "the commentary, as context only)",
-            meets=True,
-            notes=detail,
-        ),
-        figure(
-            "tokens_per_merged_pull_request",
-            sum(tokens.values()),
-            "tokens",
-            goal="reported",
-            meets=True,
-            notes=detail,
-            **{f"{k}_tokens": round(v) for k, v in tokens.items()},
-        ),
-    ]

@@ -38,66 +38,38 @@ which escalates the task; the next webhook is sent once the task has settled.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import importlib.util
 import itertools
 import json
 import logging
-import re
 import shutil
-import sys
 import tempfile
-import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 from bench.common import (
-    bare_repository,
-    bench_env,
     figure,
     gunicorn,
     not_measured,
-    percentile,
-    qcluster,
     quiet_queue,
-    wait_until,
 )
 from bench.load import run_load
-
-NAME = "webhook_ack_p99_ms"
-GOAL = "< 50 ms (and webhook to first model request p50 < 1 s)"
-FIRST = "webhook_to_first_model_request_p50_ms"
-FIRST_GOAL = "< 1000 ms"
-SECRET = "bench-webhook-secret-0123456789"
-LABEL = "codex"
-PATH = "/api/webhooks/github/"
-ISSUE_SENTINEL = 987654321  # replaced per request by the load generator
-PACED_RATE = 25.0  # deliveries/s of the paced run, well below saturation
-
-
-def fixture_payload() -> dict:
-    """The real `issues` labeled payload, labelled with the trigger label."""
-    from tests.shared_folder import WEBHOOKS
-
-    payload = json.loads((WEBHOOKS / "issues" / "labeled.payload.json").read_text())
-    label = copy.deepcopy(payload["label"])
-    label["name"] = LABEL
-    payload["label"] = label
-    payload["issue"]["labels"] = [*payload["issue"].get("labels", []), label]
-    return payload
-
-
-def server_env() -> dict[str, str]:
-    return {
-        **bench_env(),
-        "GITHUB_WEBHOOK_SECRET": SECRET,
-        "CODEX_TRIGGER_LABEL": LABEL,
-    }
-
+from bench.webhook_first import first_figure, first_request
+from bench.webhook_setup import (
+    GOAL,
+    ISSUE_SENTINEL,
+    LABEL,
+    NAME,
+    PACED_RATE,
+    PATH,
+    SECRET,
+    fixture_payload,
+    fmt,
+    server_env,
+)
 
 # -- the load (bench.load, in its Locust subprocess) ---------------------------
 
@@ -247,173 +219,6 @@ def _ack(base: str, smoke: bool, tmp: Path) -> dict:
 
 # -- part 2: webhook to the first model request -------------------------------
 
-MARKER = re.compile(r"bench-webhook-(\d+)-first")
-
-
-class FirstRequests:
-    """The stub's responder: notes when each task's first request arrives and
-    stops the task (should_proceed false: escalated)."""
-
-    def __init__(self) -> None:
-        self.first: dict[int, float] = {}
-        self.lock = threading.Lock()
-
-    def __call__(self, body: dict):
-        from tests.model_stub import submit
-
-        now = time.perf_counter()
-        match = MARKER.search(json.dumps(body))
-        if match:
-            with self.lock:
-                self.first.setdefault(int(match.group(1)), now)
-        return submit(
-            {
-                "should_proceed": False,
-                "needs_clarification": False,
-                "spec_md": "",
-                "reason": "bench: stopped after the first model request",
-            }
-        )
-
-
-STAGES = ("ack", "delivery_processed", "agent_run_started", "model_request")
-
-
-def _stages(delivery_id: str, wall: float, ack: float, first: float) -> dict:
-    """Where one sample's time went (ms), from the rows' timestamps: the ack;
-    then until the worker had processed the delivery (broker poll, task and
-    claim created); then until the task's first agent run began (broker poll
-    for advance_task, lease); then until the stub saw the request (mirror,
-    worktree, prompt, SDK)."""
-    from codex.fleet.models import AgentRun
-    from codex.webhooks.models import WebhookDelivery
-
-    delivery = WebhookDelivery.objects.get(delivery_id=delivery_id)
-    number = delivery.payload["issue"]["number"]
-    run = (
-        AgentRun.objects.filter(
-            task__repository=delivery.repository, task__issue_number=number
-        )
-        .order_by("started_at")
-        .first()
-    )
-    processed = delivery.processed_at.timestamp() - wall
-    started = run.started_at.timestamp() - wall if run else processed
-    return {
-        "ack": ack * 1000,
-        "delivery_processed": (processed - ack) * 1000,
-        "agent_run_started": (started - processed) * 1000,
-        "model_request": (first - started) * 1000,
-    }
-
-
-def _post(base: str, body: bytes, delivery: str) -> int:
-    from codex.webhooks.signature import sign
-
-    request = urllib.request.Request(
-        base + PATH,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "X-GitHub-Event": "issues",
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(body, SECRET),
-        },
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return response.status
-
-
-def _first_request(base: str, smoke: bool, tmp: Path) -> dict:
-    from codex.repositories.models import Repository
-    from codex.tasks.models import Status, Task
-    from tests.model_stub import ModelStub
-
-    bare = bare_repository(
-        tmp, {"calc.py": "def add(a, b):\n    return a + b\n", "README.md": "# s\n"}
-    )
-    repository, _ = Repository.objects.get_or_create(url=f"file://{bare}")
-    payload = fixture_payload()
-    payload["repository"]["html_url"] = repository.url
-    # Smoke: one worker (one cold import of the agent runtime, not two).
-    workers, warmups, samples = (1, 1, 2) if smoke else (2, 2, 20)
-    responder = FirstRequests()
-    quiet_queue()
-    with ModelStub(responder=responder) as stub:
-        env = {
-            **server_env(),
-            "CODEX_WORKERS": str(workers),
-            "ANTHROPIC_API_KEY": "sk-bench-stub",
-            "ANTHROPIC_BASE_URL": stub.url,
-            "CODEX_PHASE_RUNNER": "agents.phase_runner.AgentPhaseRunner",
-            "CODEX_MODEL_MAX_RETRIES": "0",
-            "CODEX_WORKTREE_ROOT": str(tmp / "worktrees"),
-            "CODEX_MIRROR_ROOT": str(tmp / "mirrors"),
-            "CODEX_JOB_TIMEOUT": "60",
-            "CODEX_JOB_RETRY": "90",
-        }
-        from django.db import connections
-
-        connections.close_all()
-        cluster = qcluster(env, tmp / "qcluster.log")
-        acks, firsts, settled, stages = [], [], [], []
-        try:
-            for n in range(1, warmups + samples + 1):
-                body = copy.deepcopy(payload)
-                body["issue"]["number"] = n
-                body["issue"]["title"] = f"Bench issue bench-webhook-{n}-first"
-                raw = json.dumps(body).encode()
-                delivery = f"bench-first-{n}-{time.time_ns()}"
-                wall = time.time()
-                start = time.perf_counter()
-                status = _post(base, raw, delivery)
-                acked = time.perf_counter()
-                if status != 202:
-                    raise RuntimeError(f"webhook {n} answered {status}")
-                wait_until(
-                    lambda n=n: n in responder.first,
-                    30,
-                    f"the first model request of issue {n}",
-                    interval=0.005,
-                )
-                first = responder.first[n] - start
-
-                def done(n=n):
-                    task = Task.objects.filter(
-                        repository=repository, issue_number=n
-                    ).first()
-                    return task is not None and task.status not in (
-                        Status.PENDING,
-                        Status.IN_PROGRESS,
-                    )
-
-                wait_until(done, 30, f"the task of issue {n} to settle")
-                if n > warmups:
-                    acks.append((acked - start) * 1000)
-                    firsts.append(first * 1000)
-                    settled.append((time.perf_counter() - start) * 1000)
-                    stages.append(_stages(delivery, wall, acked - start, first))
-        finally:
-            cluster.stop()
-            connections.close_all()
-    return {
-        "workers": workers,
-        "warmups": warmups,
-        "samples": samples,
-        "first_ms": firsts,
-        "ack_ms": acks,
-        "settled_ms": settled,
-        "stages": {
-            name: percentile([stage[name] for stage in stages], 50) for name in STAGES
-        },
-        "requests": len(stub.requests),
-    }
-
-
-def _fmt(value) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
 
 def run(smoke: bool) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="codex-bench-webhook-"))
@@ -426,12 +231,12 @@ def run(smoke: bool) -> list[dict]:
         ack = _ack(base, smoke, tmp) if importlib.util.find_spec("locust") else None
         print(f"[bench]   ack load took {time.perf_counter() - t:.1f} s", flush=True)
         t = time.perf_counter()
-        first = _first_request(base, smoke, tmp)
+        first = first_request(base, smoke, tmp)
         print(f"[bench]   first requests took {time.perf_counter() - t:.1f} s")
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    return [*_ack_figures(ack), _first_figure(first)]
+    return [*_ack_figures(ack), first_figure(first)]
 
 
 def _ack_figures(ack: dict | None) -> list[dict]:
@@ -456,12 +261,12 @@ def _ack_figures(ack: dict | None) -> list[dict]:
             goal=GOAL,
             meets=a["p99"] is not None and a["p99"] < 50 and errors == 0,
             notes=f"{setup}; {a['requests']} signed issues.labeled deliveries, "
-            f"{a['rps']:.0f}/s, statuses {a['statuses']}, p50 {_fmt(a['p50'])} ms, "
-            f"max {_fmt(a['max'])} ms; {ack['stored_pending']} stored pending and "
+            f"{a['rps']:.0f}/s, statuses {a['statuses']}, p50 {fmt(a['p50'])} ms, "
+            f"max {fmt(a['max'])} ms; {ack['stored_pending']} stored pending and "
             f"{ack['jobs_queued']} process_delivery jobs queued (warm-ups and "
             f"the paced run included; then dropped); {ack['profile']}; "
             f"ceiling GET /healthz under the same load: {c['rps']:.0f}/s, "
-            f"p50 {_fmt(c['p50'])} ms, p99 {_fmt(c['p99'])} ms",
+            f"p50 {fmt(c['p50'])} ms, p99 {fmt(c['p99'])} ms",
         ),
         figure(
             f"webhook_ack_p99_ms_at_{PACED_RATE:g}_per_second",
@@ -472,7 +277,7 @@ def _ack_figures(ack: dict | None) -> list[dict]:
             notes=f"Locust constant_throughput, {ack['users']} senders sharing "
             f"{PACED_RATE:g} deliveries/s, {ack['seconds']} s: {paced['requests']} "
             f"deliveries at {paced['rps']:.1f}/s, statuses {paced['statuses']}, "
-            f"p50 {_fmt(paced['p50'])} ms, max {_fmt(paced['max'])} ms",
+            f"p50 {fmt(paced['p50'])} ms, max {fmt(paced['max'])} ms",
         ),
         figure(
             "webhook_ack_p50_ms",
@@ -493,30 +298,3 @@ def _ack_figures(ack: dict | None) -> list[dict]:
             notes=setup,
         ),
     ]
-
-
-def _first_figure(first: dict) -> dict:
-    samples = first["first_ms"]
-    p50 = percentile(samples, 50)
-    return figure(
-        FIRST,
-        p50,
-        "ms",
-        goal=FIRST_GOAL,
-        meets=p50 is not None and p50 < 1000,
-        notes=f"{len(samples)} labelled-issue webhooks one at a time (after "
-        f"{first['warmups']} warm-up), live qcluster (ORM broker, "
-        f"{first['workers']} workers) "
-        "with AgentPhaseRunner against the loopback ModelStub, local-forge "
-        f"repository; min {_fmt(min(samples, default=None))} ms, "
-        f"p90 {_fmt(percentile(samples, 90))} ms, "
-        f"max {_fmt(max(samples, default=None))} ms; single POST ack p50 "
-        f"{_fmt(percentile(first['ack_ms'], 50))} ms; POST to task escalated "
-        f"p50 {_fmt(percentile(first['settled_ms'], 50))} ms; p50 of each stage: "
-        + ", ".join(f"{k} {_fmt(v)} ms" for k, v in first["stages"].items()),
-    )
-
-
-if __name__ == "__main__":
-    print("run through bench.run: python -m bench.run --only webhook", file=sys.stderr)
-    sys.exit(2)
