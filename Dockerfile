@@ -24,7 +24,8 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY requirements/ requirements/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels -r requirements/prod.txt
+# prod.txt is a lock (`make lock`): every package pinned, each file checked by its hash.
+RUN pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements/prod.txt
 
 # --- runtime: slim, non-root ----------------------------------------------------
 FROM python:3.11-slim

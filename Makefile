@@ -4,23 +4,37 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean bench bench-smoke demo eval
+.PHONY: run test lint format check ci clean bench bench-smoke demo eval lock
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.installed-base: requirements/base.txt requirements/prod.txt | $(PY)
-	$(PIP) install --quiet -r requirements/base.txt -r requirements/prod.txt
+# requirements/*.txt are locks (every package pinned with its hashes) compiled from
+# the requirements/*.in by `make lock`; pip refuses any file whose hash differs.
+$(VENV)/.installed-base: requirements/prod.txt | $(PY)
+	$(PIP) install --quiet --require-hashes -r requirements/prod.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements/base.txt requirements/dev.txt | $(PY)
-	$(PIP) install --quiet -r requirements/dev.txt
+$(VENV)/.installed-dev: requirements/dev.txt | $(PY)
+	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
 	touch $@
 
-$(VENV)/.installed-bench: requirements/base.txt requirements/dev.txt requirements/bench.txt | $(PY)
-	$(PIP) install --quiet -r requirements/bench.txt
+$(VENV)/.installed-bench: requirements/bench.txt | $(PY)
+	$(PIP) install --quiet --require-hashes -r requirements/bench.txt
 	touch $@
+
+## lock: compile requirements/*.in (the direct pins) into the locks prod.txt, dev.txt
+## and bench.txt with pip-tools, keeping the indirect pins they already have;
+## `make lock LOCK_ARGS=--upgrade` moves those up too.
+PIP_COMPILE := CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile --quiet \
+	--generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	--no-emit-find-links $(LOCK_ARGS)
+
+lock: $(VENV)/.installed-dev
+	$(PIP_COMPILE) --output-file requirements/prod.txt requirements/prod.in
+	$(PIP_COMPILE) --output-file requirements/dev.txt requirements/dev.in
+	$(PIP_COMPILE) --output-file requirements/bench.txt requirements/bench.in
 
 ## run: the console (http://127.0.0.1:8000/admin/) and a worker, on SQLite by default.
 ## `make run HOST=0.0.0.0 PORT=8080` to choose where the console listens. The
