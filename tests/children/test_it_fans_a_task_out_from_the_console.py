@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from codex.children.models import Child, FanOut
 from codex.repositories.models import LocalComment
-from tests.admin.conftest import form_data
+from tests.admin_forms import form_data
 from tests.factories import make_repository, make_task, make_user, put_in_state
 
 # The fan-out records each side effect before doing it (perform_once), which

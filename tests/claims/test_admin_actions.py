@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from codex.claims.models import BacklogState, BoardStatus, ClaimState, IssueClaim
 from codex.events.models import Event
-from tests.admin.conftest import form_data
+from tests.admin_forms import form_data
 from tests.claims.factories import (
     backdate,
     claimed,

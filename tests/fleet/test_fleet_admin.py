@@ -13,7 +13,7 @@ from django.urls import reverse
 from codex.events.models import Event
 from codex.fleet.models import InstanceStatus, RunStatus
 from codex.fleet.tool_events import record_tool_event
-from tests.admin.conftest import form_data
+from tests.admin_forms import form_data
 from tests.factories import make_repository, make_task
 from tests.fleet.factories import add_reviews, make_instance, make_run, put_instance_in
 

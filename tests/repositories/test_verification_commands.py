@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from codex.repositories.models import Repository
-from tests.admin.conftest import form_data
+from tests.admin_forms import form_data
 from tests.core.api.conftest import assert_error_shape, role_client
 from tests.factories import make_repository, make_user
 

@@ -1,5 +1,5 @@
-"""Fixtures for the operator console: a logged-in superuser, and a browser-like
-reader of admin forms."""
+"""A browser-like reader of the operator console's forms, for the admin tests of
+every app (the logged-in superuser is tests/conftest.py's `console` fixture)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from codex.events.models import Event
 from codex.tasks.models import Task
-from tests.admin.conftest import form_data
+from tests.admin_forms import form_data
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db
