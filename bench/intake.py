@@ -332,7 +332,10 @@ def run(smoke: bool) -> list[dict]:
     if importlib.util.find_spec("locust") is None:
         return [
             not_measured(
-                NAME, "requests/s", GOAL, "locust is not installed (dev requirements)"
+                NAME,
+                "requests/s",
+                GOAL,
+                "locust is not installed (requirements/bench.txt)",
             ),
             *figures,
         ]
