@@ -39,7 +39,7 @@ def default_result(task) -> PhaseResult:
 
 
 def verification(*, approve: bool) -> dict:
-    """Fields of a spec 002 §4.4 report."""
+    """Fields of a verification report (docs/domain/tasks.md#verification-report)."""
     if approve:
         return {"tests_passed": 47, "tests_total": 47, "recommendation": "approve"}
     return {
@@ -53,7 +53,7 @@ def verification(*, approve: bool) -> dict:
 
 
 def review(*, approve: bool, blocking: int = 0) -> dict:
-    """Fields of a spec 002 §4.5 report."""
+    """Fields of a review report (docs/domain/tasks.md#review-report)."""
     comments = [
         {"id": f"R{n:03}", "severity": "blocking", "issue": "Password in plain text"}
         for n in range(1, blocking + 1)

@@ -1,8 +1,10 @@
-"""Where the team's shared folder is: the specifications and the real GitHub
-webhook payloads the tests read.
+"""Where the team's shared folder is: a few tests read files kept there, outside
+the repository (real GitHub webhook payloads, and the specification text the
+task envelope export is compared with).
 
-DESIGN.md puts it beside the checkout (`../shared/`). A checkout elsewhere (a
-clone in /tmp) finds it at the team's path, or where CODEX_SHARED_DIR points.
+It is the first that exists of: the folder CODEX_SHARED_DIR names, the folder
+`shared` next to the checkout's own folder, and /work/shared (the team's
+machines, for a checkout elsewhere such as a clone in /tmp).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ REGISTERED = sorted(
 
 
 def test_the_domain_is_in_the_console():
-    """The spec's concepts all have an admin (issue 3: every model)."""
+    """The domain's concepts all have an admin: every model is in the console."""
     names = {name for _, name in REGISTERED}
     assert {
         "task",

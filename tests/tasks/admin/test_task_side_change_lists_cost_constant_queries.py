@@ -1,5 +1,5 @@
-"""Issue 3: the task-side change lists cost the same number of queries for 3
-rows as for 30 (list_select_related, no per-row queries)."""
+"""The task-side change lists cost the same number of queries for 3 rows as for
+30 (list_select_related, no per-row queries)."""
 
 from __future__ import annotations
 

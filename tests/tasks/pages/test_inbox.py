@@ -1,5 +1,6 @@
-"""The escalation inbox: open escalations and one answer each (spec 002 §3.4:
-the resolution is consumed once; a stale form says so instead of failing)."""
+"""The escalation inbox: open escalations and one answer each (the resolution is
+consumed once, docs/domain/tasks.md#escalations; a stale form says so instead of
+failing)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The inbox and its answer form follow the API's roles (issue 7: team members
-and operators resolve escalations; integrators only create and read tasks)."""
+"""The inbox and its answer form follow the API's roles: team members and
+operators resolve escalations; integrators only create and read tasks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The feature-request form: spec 002's "form" intake."""
+"""The feature-request form: the team page's intake, whose tasks are created by
+`form` (docs/domain/tasks.md#created-by)."""
 
 from __future__ import annotations
 
