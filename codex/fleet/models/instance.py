@@ -107,9 +107,9 @@ class AgentInstance(LoggedStateModel):
     role = models.CharField(
         max_length=20,
         blank=True,
-        help_text="The spec 003 role whose phase runs this instance carries "
-        "(triage, analyst, writer, build, reviewer); empty for instances started "
-        "outside the phase runner.",
+        help_text="The role whose phase runs this instance carries (triage, "
+        "analyst, writer, build, reviewer: docs/domain/tasks.md#roles); empty "
+        "for instances started outside the phase runner.",
     )
     agent_number = models.PositiveSmallIntegerField(default=1)
 
