@@ -26,7 +26,7 @@ from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event
 from codex.tasks.jobs import advance_task
 from integrations.github.client import github_client, github_errors
-from tests.api.resources import make_world
+from tests.core.api.resources import make_world
 from tests.factories import make_token
 
 pytestmark = pytest.mark.django_db
