@@ -174,7 +174,7 @@ def add_issue_to_board(project, issue_number: int):
     from integrations.github.projects import add_item, issue_node_id
 
     def add() -> dict:
-        node = issue_node_id(project, issue_number)
+        node = issue_node_id(project.repository.full_name, issue_number)
         return {"item_id": add_item(project, node)}
 
     # Adding an issue already on the board returns its item: a repeat is
@@ -198,11 +198,16 @@ def push_board_status(item) -> dict:
     field value twice is harmless, so an unfinished earlier attempt is simply
     repeated (the lookup cannot tell, and need not)."""
     from codex.core.side_effects import perform_once
-    from integrations.github.projects import sync_board_item
+    from integrations.github.projects import move_item
+
+    def move() -> dict:
+        # The database is the truth for the board: GitHub shows its status.
+        move_item(item.project, item.item_id, item.status)
+        return {"item_id": item.item_id, "status": str(item.status)}
 
     return perform_once(
         f"github:board:{item.item_id}:{item.status}",
-        lambda: sync_board_item(item),
+        move,
         lookup=lambda: None,
         kind="github",
     )

@@ -11,3 +11,10 @@ class GitHubConfig(AppConfig):
     label = "github"
     verbose_name = "GitHub"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Give the GitHub client its token source (codex.github.tokens)."""
+        from codex.github.tokens import CodexTokens
+        from integrations.github.tokens import use_token_source
+
+        use_token_source(CodexTokens())

@@ -24,7 +24,7 @@ def sync_github_repositories() -> dict[str, Any]:
     """
     # Imported here so that loading this module never imports PyGithub in
     # processes that only need the local forge.
-    from integrations.github.sync import sync_repository
+    from codex.github.sync import sync_repository
 
     results: dict[str, Any] = {}
     for repository in Repository.objects.filter(forge=Forge.GITHUB).order_by("pk"):

@@ -1,13 +1,14 @@
 """The GitHub client: authentication, the one retry policy, the one error type.
 
-Authentication (settings):
+Authentication: the token comes from the registered `TokenSource`
+(integrations/github/tokens.py; codex.github keeps it):
 
 - a GitHub App when GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and
   GITHUB_APP_INSTALLATION_ID are all set: the app's JWT is exchanged for an
-  installation token, cached (encrypted) in the GitHubToken cache for its hour
-  and refreshed under the cache's lease, so many workers make one exchange;
-- otherwise the personal token `current_credential("github")` (GITHUB_TOKEN,
-  rotated by the workers on a 401).
+  installation token (`fetch_installation_token`), which the source caches
+  for its hour, so many workers make one exchange;
+- otherwise the personal token the source reads (GITHUB_TOKEN, rotated by the
+  workers on a 401).
 
 Retry policy (`ReadRetry`): only reads (GET, HEAD, OPTIONS) are retried, and
 only on 5xx or a dropped connection. A write is never repeated automatically:
@@ -24,17 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from django.conf import settings
-from django.utils import timezone
 from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 
-from codex.configuration.credentials import current_credential
 from codex.core.errors import (
     DEFAULT_RATE_LIMIT_WAIT,
     NO_RESPONSE,
@@ -47,15 +45,17 @@ from codex.core.errors import (
     parse_ratelimit_reset,
     parse_retry_after,
 )
-from codex.core.models import LeaseUnavailable
-from codex.github.models import GitHubToken
+from integrations.github.tokens import (
+    SOURCE,
+    app_configured,
+    token_refused,
+    token_source,
+)
 
-if TYPE_CHECKING:
-    from codex.repositories.models import Repository
+__all__ = ["SOURCE", "app_configured"]
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "github"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PER_PAGE = 100
 # Retries of a failed read; the first retry is immediate (urllib3 does not
@@ -207,9 +207,8 @@ class _GitHubErrors(contextlib.ContextDecorator):
             return False
         failure = classified(exc)
         logger.info("github call failed: %s", failure)
-        if failure.action is Action.ROTATE_TOKEN and app_configured():
-            # For an app, "another token" is a new installation token.
-            forget_installation_token()
+        if failure.action is Action.ROTATE_TOKEN:
+            token_refused()
         raise failure from exc
 
 
@@ -217,15 +216,6 @@ github_errors = _GitHubErrors()
 
 
 # -- authentication -----------------------------------------------------------
-
-
-def app_configured() -> bool:
-    """Whether Codex authenticates as a GitHub App (all three settings set)."""
-    return bool(
-        settings.GITHUB_APP_ID
-        and settings.GITHUB_APP_PRIVATE_KEY
-        and settings.GITHUB_APP_INSTALLATION_ID
-    )
 
 
 def _private_key() -> str:
@@ -248,12 +238,7 @@ def _pacing() -> dict[str, float | None]:
     }
 
 
-def installation_token_name() -> str:
-    """The GitHubToken cache row of the configured installation."""
-    return f"installation:{settings.GITHUB_APP_INSTALLATION_ID}"
-
-
-def _fetch_installation_token() -> tuple[str, datetime | None]:
+def fetch_installation_token() -> tuple[str, datetime | None]:
     """Exchange the app's JWT for an installation token (one POST, which is
     not retried: a lost answer only costs another exchange next time)."""
     integration = GithubIntegration(
@@ -268,62 +253,20 @@ def _fetch_installation_token() -> tuple[str, datetime | None]:
     return grant.token, grant.expires_at
 
 
-def installation_token() -> str:
-    """The installation token, from the cache while more than 5 minutes remain,
-    else a new one fetched by one worker under the cache row's lease."""
-    return GitHubToken.get_or_refresh(
-        _fetch_installation_token, name=installation_token_name()
-    )
-
-
-def forget_installation_token() -> bool:
-    """Treat the cached installation token as expired (GitHub refused it: it
-    was revoked, or the installation changed), so the next call exchanges a new
-    one. False when there is none, or someone holds the lease: then a refresh
-    is under way already. Never waits for the lease."""
-    row = GitHubToken.objects.filter(name=installation_token_name()).first()
-    if row is None or not row.token_encrypted:
-        return False
-    holder = f"token-forget:{uuid.uuid4().hex[:12]}"
-    try:
-        row.acquire_lease(holder, attempts=1)
-    except LeaseUnavailable:
-        return False
-    try:
-        row.expires_at = timezone.now()
-        row.save(release_lease=True)
-    finally:
-        if row.held_lease == holder:
-            row.release_lease()
-    return True
-
-
 def github_token() -> str:
-    """The token Codex talks to GitHub (and git to github.com) with now.
-
-    Raises ClassifiedFailure(manual_review) when nothing is configured: a
-    person has to set GITHUB_TOKEN or the GitHub App settings.
-    """
-    if app_configured():
-        return installation_token()
-    token = current_credential(SOURCE)
-    if not token:
-        make_error(
-            SOURCE,
-            NO_RESPONSE,
-            Action.MANUAL_REVIEW,
-            "No GitHub credentials: set GITHUB_TOKEN or the GITHUB_APP_* settings",
-        ).raise_()
-    return token
+    """The token Codex talks to GitHub (and git to github.com) with now, from
+    the registered TokenSource. Raises ClassifiedFailure(manual_review) when
+    nothing is configured: a person has to set GITHUB_TOKEN or the GitHub App
+    settings."""
+    return token_source().token()
 
 
-def github_client(repository: Repository | None = None) -> Github:
-    """A PyGithub client configured from settings, for `repository`.
+def github_client() -> Github:
+    """A PyGithub client configured from settings, with the current token.
 
     Lazy (`get_repo` makes no request), 100 items per page, GITHUB_BASE_URL
     (GitHub Enterprise: https://host/api/v3), the read-only retry policy.
-    `repository` is accepted so that per-repository installations can be
-    chosen here later; today every repository uses the one installation.
+    Every repository uses the one installation.
     """
     return Github(
         auth=Auth.Token(github_token()),

@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.core.cache import cache
@@ -44,8 +44,6 @@ from integrations.github.origin import is_on_configured_github, web_origin
 if TYPE_CHECKING:
     from github.PullRequest import PullRequest as GhPullRequest
     from github.Repository import Repository as GhRepository
-
-    from codex.repositories.models import Repository
 
 # How long a collaborator's write permission is trusted (asked on every
 # comment command, so it must not cost a request each time).
@@ -111,10 +109,30 @@ def _comment(data: dict[str, Any]) -> Comment:
     return Comment(id=int(data["id"]), url=data["html_url"], body=data["body"] or "")
 
 
+class HostedRepository(Protocol):
+    """The repository a forge works for, as this module reads it (the domain's
+    registered repository is one)."""
+
+    @property
+    def pk(self) -> Any:
+        """A stable key of the repository (for cache keys)."""
+        ...
+
+    @property
+    def url(self) -> str:
+        """Its web URL on GitHub, e.g. https://github.com/acme/web."""
+        ...
+
+    @property
+    def full_name(self) -> str:
+        """`owner/name`."""
+        ...
+
+
 class GitHubForge:
     """The forge of a repository hosted on GitHub (or GitHub Enterprise)."""
 
-    def __init__(self, repository: Repository, *, client: Github | None = None):
+    def __init__(self, repository: HostedRepository, *, client: Github | None = None):
         """`client` replaces the configured one (tests, a caller's own token)."""
         self.repository = repository
         self._client = client
@@ -135,7 +153,7 @@ class GitHubForge:
                 f"{self.repository.url} is not on the configured GitHub "
                 f"({web_origin()}): Codex has no GitHub access there",
             ).raise_()
-        return self._client or github_client(self.repository)
+        return self._client or github_client()
 
     @cached_property
     def repo(self) -> GhRepository:

@@ -1,24 +1,33 @@
 """The Projects v2 board (docs/domain/claims.md#board-columns), which GitHub
 offers through GraphQL only.
 
-The ids come from `GitHubProject` (project id, Status field id, one option id
-per column). Both mutations are idempotent on GitHub's side: adding an issue
-that is already on the board returns its existing item, and setting the Status
-to the value it has changes nothing. Callers still go through `perform_once`,
-keyed by item and status, so a retried step sends nothing.
+The ids come from the caller's `Board` (codex.github's GitHubProject is one:
+project id, Status field id, one option id per column). Both mutations are
+idempotent on GitHub's side: adding an issue that is already on the board
+returns its existing item, and setting the Status to the value it has changes
+nothing. Callers still go through `perform_once`, keyed by item and status,
+so a retried step sends nothing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from github import Github
 
 from integrations.github.client import github_client, github_errors
 
-if TYPE_CHECKING:
-    from codex.claims.models import BoardItem
-    from codex.github.models import GitHubProject
+
+class Board(Protocol):
+    """A Projects v2 board's ids, as the mutations need them."""
+
+    project_id: str
+    status_field_id: str
+
+    def option_id(self, status: str) -> str:
+        """The Status field's option id for `status` (KeyError when none)."""
+        ...
+
 
 ADD_ITEM = """
 mutation AddItem($projectId: ID!, $contentId: ID!) {
@@ -46,8 +55,8 @@ mutation MoveItem(
 """
 
 
-def _client(project: GitHubProject, client: Github | None) -> Github:
-    return client or github_client(project.repository)
+def _client(client: Github | None) -> Github:
+    return client or github_client()
 
 
 def _graphql(client: Github, query: str, variables: dict[str, Any]) -> Any:
@@ -57,24 +66,23 @@ def _graphql(client: Github, query: str, variables: dict[str, Any]) -> Any:
 
 
 def issue_node_id(
-    project: GitHubProject, issue_number: int, *, client: Github | None = None
+    full_name: str, issue_number: int, *, client: Github | None = None
 ) -> str:
-    """The GraphQL node id of an issue of the project's repository (one GET)."""
-    client = _client(project, client)
+    """The GraphQL node id of issue `issue_number` of repository `full_name`
+    ("owner/name"; one GET)."""
+    client = _client(client)
     with github_errors:
         _, issue = client.requester.requestJsonAndCheck(
-            "GET", f"/repos/{project.repository.full_name}/issues/{issue_number}"
+            "GET", f"/repos/{full_name}/issues/{issue_number}"
         )
     return issue["node_id"]
 
 
-def add_item(
-    project: GitHubProject, content_id: str, *, client: Github | None = None
-) -> str:
+def add_item(project: Board, content_id: str, *, client: Github | None = None) -> str:
     """Put an issue (by node id, e.g. "I_kwDO...") on the board; its item id
     ("PVTI_..."). GitHub sets no Status: move_item puts it in Todo."""
     data = _graphql(
-        _client(project, client),
+        _client(client),
         ADD_ITEM,
         {"projectId": project.project_id, "contentId": content_id},
     )
@@ -82,7 +90,7 @@ def add_item(
 
 
 def move_item(
-    project: GitHubProject,
+    project: Board,
     item_id: str,
     status: str,
     *,
@@ -91,7 +99,7 @@ def move_item(
     """Set the item's Status column to `status` (a BoardStatus value); returns
     the item id. Raises KeyError for a status the board has no option for."""
     data = _graphql(
-        _client(project, client),
+        _client(client),
         MOVE_ITEM,
         {
             "projectId": project.project_id,
@@ -101,12 +109,3 @@ def move_item(
         },
     )
     return data["updateProjectV2ItemFieldValue"]["projectV2Item"]["id"]
-
-
-def sync_board_item(
-    board_item: BoardItem, *, client: Github | None = None
-) -> dict[str, str]:
-    """Make GitHub show the BoardItem's status (the database is the truth for
-    the board); returns {"item_id", "status"} for perform_once to store."""
-    move_item(board_item.project, board_item.item_id, board_item.status, client=client)
-    return {"item_id": board_item.item_id, "status": str(board_item.status)}

@@ -7,12 +7,7 @@ import json
 
 import pytest
 
-from integrations.github.projects import (
-    add_item,
-    issue_node_id,
-    move_item,
-    sync_board_item,
-)
+from integrations.github.projects import add_item, issue_node_id, move_item
 from tests.claims.factories import make_board_item, make_project
 from tests.integrations.github.payloads import GRAPHQL, REPO_API, issue
 
@@ -48,7 +43,7 @@ def test_add_item_puts_the_issue_on_the_board(github, project):
         json={"data": {"addProjectV2ItemById": {"item": {"id": "PVTI_lADOABC123zgB"}}}},
     )
 
-    node_id = issue_node_id(project, 1)
+    node_id = issue_node_id(project.repository.full_name, 1)
     item_id = add_item(project, node_id)
 
     assert node_id == "MDU6SXNzdWU0NDQ1MDAwNDE="
@@ -81,16 +76,16 @@ def test_move_item_sets_the_status_option(github, project, status, option):
     }
 
 
-def test_sync_board_item_follows_todo_in_progress_done(github, project):
+def test_the_board_follows_todo_in_progress_done(github, project):
     item = make_board_item(project, issue_number=42, item_id="PVTI_abc123")
     for _ in range(3):
         github.post(GRAPHQL, json=moved("PVTI_abc123"))
 
-    assert sync_board_item(item) == {"item_id": "PVTI_abc123", "status": "todo"}
+    assert move_item(item.project, item.item_id, item.status) == "PVTI_abc123"
     item.perform("claim", by="session_1")
-    assert sync_board_item(item)["status"] == "in_progress"
+    move_item(item.project, item.item_id, item.status)
     item.perform("close", by="session_1")
-    assert sync_board_item(item)["status"] == "done"
+    move_item(item.project, item.item_id, item.status)
 
     options = [sent(call)["variables"]["optionId"] for call in github.calls]
     assert options == ["f75ad846", "47fc9ee4", "98236657"]

@@ -12,8 +12,9 @@ from responses import matchers
 
 from codex.fleet.models import AgentInstance
 from codex.github.models import GitHubIssue
+from codex.github.sync import sync_repository, sync_state_key
 from codex.repositories.jobs import sync_github_repositories
-from integrations.github.sync import WINDOW_LIMIT, sync_repository, sync_state_key
+from integrations.github.sync import WINDOW_LIMIT
 from tests.factories import make_repository
 from tests.integrations.github.payloads import (
     API,
