@@ -119,7 +119,9 @@ class BacklogRun(LoggedStateModel):
         protected=True,
     )
     consecutive_empty_rounds = models.PositiveSmallIntegerField(
-        default=0, help_text="Spec 000's consecutive_no_issues."
+        default=0,
+        help_text="Rounds in a row that found no issue to claim "
+        "(docs/domain/claims.md#backlog-runs).",
     )
     rounds = models.PositiveIntegerField(default=0)
     issues_found = models.PositiveIntegerField(default=0)

@@ -144,7 +144,9 @@ class IssueClaim(LoggedStateModel):
         """`session_id` takes the issue for one TTL. Sessions use
         IssueClaim.objects.claim_next/claim, which do this atomically."""
         if not session_id:
-            raise ValueError("a claim needs a session id (spec 000 §1)")
+            raise ValueError(
+                "a claim needs a session id (docs/domain/claims.md#claims)"
+            )
         now = timezone.now()
         self.claimed_by = session_id
         self.claimed_at = now

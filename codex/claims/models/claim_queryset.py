@@ -59,7 +59,9 @@ class IssueClaimQuerySet(VersionedQuerySet):
         twice even where row locks do not exist (SQLite serialises writers).
         """
         if not session_id:
-            raise ValueError("a claim needs a session id (spec 000 §1)")
+            raise ValueError(
+                "a claim needs a session id (docs/domain/claims.md#claims)"
+            )
         now = now or timezone.now()
         with transaction.atomic():
             candidates = list(
@@ -90,7 +92,9 @@ class IssueClaimQuerySet(VersionedQuerySet):
         conditional UPDATE, so two sessions never both get it.
         """
         if not session_id:
-            raise ValueError("a claim needs a session id (spec 000 §1)")
+            raise ValueError(
+                "a claim needs a session id (docs/domain/claims.md#claims)"
+            )
         now = now or timezone.now()
         row, _ = self.get_or_create(
             repository=repository, number=number, defaults={"title": title}
