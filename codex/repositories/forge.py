@@ -16,33 +16,15 @@ are raised as `codex.core.errors.ClassifiedFailure`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol
 
 from django.utils.module_loading import import_string
 
+# The records both forges return (plain data, defined below the domain).
+from integrations.github.records import Comment, PullRequest
+
 if TYPE_CHECKING:
     from codex.repositories.models import Repository
-
-
-class PullRequest(TypedDict):
-    """A pull request as the forge reports it."""
-
-    number: int
-    url: str
-    head: str  # branch name
-    base: str
-    head_sha: str
-    state: str  # "open" | "closed" | "merged"
-    draft: bool
-    title: str
-
-
-class Comment(TypedDict):
-    """A comment on an issue or pull request."""
-
-    id: int
-    url: str
-    body: str
 
 
 class Forge(Protocol):

@@ -30,7 +30,6 @@ from codex.core.errors import (
     ClassifiedFailure,
     make_error,
 )
-from codex.repositories.forge import Comment, PullRequest
 from integrations.git.credentials import NO_PROMPT, header_env, origin_of
 from integrations.github.client import (
     SOURCE,
@@ -40,6 +39,7 @@ from integrations.github.client import (
     github_token,
 )
 from integrations.github.origin import is_on_configured_github, web_origin
+from integrations.github.records import Comment, PullRequest
 
 if TYPE_CHECKING:
     from github.PullRequest import PullRequest as GhPullRequest
