@@ -11,12 +11,12 @@ from codex.children.models import (
     StatusType,
 )
 from codex.core.api.filters import (
+    TASK_PARAMETER_DESCRIPTION,
     ChoiceListFilter,
     FilterSet,
     IdentifierFilter,
     OneChoiceFilter,
 )
-from codex.tasks.api.filtersets import TASK_PARAMETER_DESCRIPTION
 
 
 class ChildReportFilterSet(FilterSet):

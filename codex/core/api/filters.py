@@ -20,6 +20,10 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
+# The ?task= parameter of every list that filters by task (tasks, runs,
+# instances, children): one description in the schema.
+TASK_PARAMETER_DESCRIPTION = "A task id (FEAT-YYYYMMDD-xxxxxx)."
+
 
 def unknown_value(values: str, allowed: Sequence[str]) -> ValidationError:
     """The 400 message of a value outside `allowed`.

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from codex.core.api.filters import ChoiceListFilter, FilterSet, IdentifierFilter
+from codex.core.api.filters import (
+    TASK_PARAMETER_DESCRIPTION,
+    ChoiceListFilter,
+    FilterSet,
+    IdentifierFilter,
+)
 from codex.fleet.models import (
     AgentInstance,
     AgentRun,
@@ -11,7 +16,6 @@ from codex.fleet.models import (
     RunStatus,
 )
 from codex.repositories.api.filtersets import RepositoryUrlFilter
-from codex.tasks.api.filtersets import TASK_PARAMETER_DESCRIPTION
 
 
 class AgentInstanceFilterSet(FilterSet):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from codex.core.api.filters import (
+    TASK_PARAMETER_DESCRIPTION,
     ChoiceListFilter,
     FilterSet,
     IdentifierFilter,
@@ -23,8 +24,6 @@ from codex.tasks.models import (
     Status,
     Task,
 )
-
-TASK_PARAMETER_DESCRIPTION = "A task id (FEAT-YYYYMMDD-xxxxxx)."
 
 
 class TaskFilterSet(FilterSet):
