@@ -64,6 +64,9 @@ def test_a_jobs_save_does_not_read_the_kept_results(settings):
         "stopped": timezone.now(),
         "result": "done",
         "success": True,
+        # As the worker's own save: no closing of the connection (the test's
+        # transaction) before it.
+        "sync": True,
     }
     with CaptureQueriesContext(connection) as queries:
         save_task(package, get_broker())
