@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -131,23 +132,10 @@ def api_schema(**kwargs):
     return decorator
 
 
-# The schema's settings, also given to `manage.py spectacular` through
-# SPECTACULAR_SETTINGS (a test checks the two agree).
+# The document's own settings (title, description, version, enum names): the
+# ones SPECTACULAR_SETTINGS gives `manage.py spectacular` (codex/settings/api.py),
+# given to the schema view too, so the two describe one document.
+DOCUMENT_SETTINGS = ("TITLE", "DESCRIPTION", "VERSION", "ENUM_NAME_OVERRIDES")
 OPENAPI_SETTINGS: dict[str, Any] = {
-    "TITLE": "Codex API",
-    "DESCRIPTION": (
-        "Tasks, escalations, repositories and the agents working on them. "
-        "Authenticate with `Authorization: Token <key>`. Errors have one shape: "
-        '`{"error": {"code", "message", "fields"}}`. POSTs accept an '
-        "Idempotency-Key header."
-    ),
-    "VERSION": "1.0.0",
-    "ENUM_NAME_OVERRIDES": {
-        "TaskStatusEnum": "codex.tasks.models.choices.Status",
-        "AgentInstanceStatusEnum": "codex.fleet.models.choices.InstanceStatus",
-        "AgentRunStatusEnum": "codex.fleet.models.choices.RunStatus",
-        "ClaimStateEnum": "codex.claims.models.claim.ClaimState",
-        "BacklogStateEnum": "codex.claims.models.backlog.BacklogState",
-        "RecommendationEnum": "codex.tasks.models.reports.Recommendation",
-    },
+    name: settings.SPECTACULAR_SETTINGS[name] for name in DOCUMENT_SETTINGS
 }
