@@ -64,3 +64,22 @@ def put_in_state(
     Task.objects.filter(pk=task.pk)._update_with_version(**values)
     task.refresh_from_db()
     return task
+
+
+def waiting_for_plan_approval(task: Task, *, reason: str = "the plan waits") -> Task:
+    """`task` in planning with its spec, plan and tasks stored, stopped at the
+    plan gate (the version of what was stored) through the real transition."""
+    from codex.tasks.models import Artifact, Status
+    from codex.tasks.models.gates import plan_version
+
+    Artifact.store_all(
+        task, {"spec.md": "# Spec", "plan.md": "# Plan", "tasks.md": "- [ ] one"}
+    )
+    put_in_state(task, Status.IN_PROGRESS, "planning", total_tasks=1)
+    return task.perform(
+        "await_approval",
+        by="system:pipeline",
+        reason=reason,
+        kind="plan",
+        subject=plan_version(task),
+    )

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from codex.tasks.models import Artifact, Status, Task
-from codex.tasks.models.gates import plan_version
+from codex.tasks.models import Task
 from codex.webhooks.commands import parse_command
-from tests.factories import make_task, put_in_state
+from tests.factories import make_task, waiting_for_plan_approval
 from tests.webhooks.conftest import load, process_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,15 +23,8 @@ def comment(body: str, sender: str = "Codertocat", comment_id: int = 901) -> dic
 
 @pytest.fixture
 def waiting(hello_world):
-    task = make_task(hello_world, issue_number=1, requester_login="rita")
-    Artifact.store_all(task, {"spec.md": "s", "plan.md": "p", "tasks.md": "t"})
-    put_in_state(task, Status.IN_PROGRESS, "planning", total_tasks=1)
-    return task.perform(
-        "await_approval",
-        by="system:pipeline",
-        reason="the plan waits",
-        kind="plan",
-        subject=plan_version(task),
+    return waiting_for_plan_approval(
+        make_task(hello_world, issue_number=1, requester_login="rita")
     )
 
 

@@ -7,9 +7,14 @@ from __future__ import annotations
 import pytest
 
 from codex.tasks.models import Status
-from codex.tasks.models.gates import plan_version
 from tests.core.api.conftest import assert_error_shape, token_client
-from tests.factories import make_repository, make_task, make_user, put_in_state
+from tests.factories import (
+    make_repository,
+    make_task,
+    make_user,
+    put_in_state,
+    waiting_for_plan_approval,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -21,20 +26,7 @@ def requester():
 
 @pytest.fixture
 def waiting(requester):
-    task = make_task(requested_by=requester)
-    from codex.tasks.models import Artifact
-
-    Artifact.store_all(
-        task, {"spec.md": "# Spec", "plan.md": "# Plan", "tasks.md": "- [ ] one"}
-    )
-    put_in_state(task, Status.IN_PROGRESS, "planning", total_tasks=1)
-    return task.perform(
-        "await_approval",
-        by="system:pipeline",
-        reason="the plan waits",
-        kind="plan",
-        subject=plan_version(task),
-    )
+    return waiting_for_plan_approval(make_task(requested_by=requester))
 
 
 def url(task, action: str) -> str:

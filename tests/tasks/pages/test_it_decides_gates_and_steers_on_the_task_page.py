@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from codex.tasks.models import Artifact, Status
-from codex.tasks.models.gates import plan_version
-from tests.factories import make_task, make_user, put_in_state
+from tests.factories import (
+    make_task,
+    make_user,
+    waiting_for_plan_approval,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -19,17 +21,9 @@ def requester():
 
 @pytest.fixture
 def waiting(requester):
-    task = make_task(requested_by=requester)
-    Artifact.store_all(
-        task, {"spec.md": "# Spec", "plan.md": "# Plan", "tasks.md": "- [ ] one"}
-    )
-    put_in_state(task, Status.IN_PROGRESS, "planning", total_tasks=1)
-    return task.perform(
-        "await_approval",
-        by="system:pipeline",
+    return waiting_for_plan_approval(
+        make_task(requested_by=requester),
         reason="the spec, plan and tasks wait for a person's approval",
-        kind="plan",
-        subject=plan_version(task),
     )
 
 
