@@ -162,18 +162,22 @@ class IssueCalls:
         )
         return _comment(data)
 
+    def _reviews(self, number: int) -> PaginatedList[PullRequestReview]:
+        """Every review of pull request `number`, 100 a page."""
+        return PaginatedList(
+            PullRequestReview,
+            self.github.requester,
+            f"{self.repo.url}/pulls/{number}/reviews",
+            {"per_page": 100},
+        )
+
     @github_errors
     def approvals(self, number: int) -> list[dict[str, str]]:
         """The people whose latest verdict on pull request `number` approves
         it: login and the commit they approved (a later "changes requested"
         or a dismissal replaces an approval, as GitHub counts them)."""
         latest: dict[str, dict[str, str]] = {}
-        reviews = PaginatedList(
-            PullRequestReview,
-            self.github.requester,
-            f"{self.repo.url}/pulls/{number}/reviews",
-            {"per_page": 100},
-        )
+        reviews = self._reviews(number)
         for review in reviews:
             if review.user is None or review.state == "COMMENTED":
                 continue
@@ -194,12 +198,7 @@ class IssueCalls:
         newest), read through every page of its reviews."""
         ours = self._our_logins()
         found = None
-        reviews = PaginatedList(
-            PullRequestReview,
-            self.github.requester,
-            f"{self.repo.url}/pulls/{number}/reviews",
-            {"per_page": 100},
-        )
+        reviews = self._reviews(number)
         for review in reviews:
             login = review.user.login.lower() if review.user else ""
             if login in ours and marker in (review.body or ""):

@@ -31,17 +31,21 @@ def slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-class TeamsSender(WebhookSender):
+class ChatSender(WebhookSender):
+    """A chat channel's incoming webhook: its URL is always the caller's."""
+
+    def configured_url(self) -> str | None:
+        """None: no setting holds it, the caller passes the URL."""
+        return None
+
+
+class TeamsSender(ChatSender):
     """Posts an Adaptive Card message to a Teams incoming webhook (the
     `message` with an `application/vnd.microsoft.card.adaptive` attachment
     that Teams' Workflows and connector webhooks accept)."""
 
     channel = "teams"
     url_source = "configuration notify.teams.webhook_url"
-
-    def configured_url(self) -> str | None:
-        """None: no setting holds it, the caller passes the URL."""
-        return None
 
     def payload(self, notification: OutgoingMessage) -> dict[str, Any]:
         """The card: the subject as its title, the body as wrapped text."""
@@ -76,16 +80,12 @@ class TeamsSender(WebhookSender):
         }
 
 
-class SlackSender(WebhookSender):
+class SlackSender(ChatSender):
     """Posts a message to a Slack incoming webhook: `text` (the fallback Slack
     shows in notifications) and the same as blocks."""
 
     channel = "slack"
     url_source = "configuration notify.slack.webhook_url"
-
-    def configured_url(self) -> str | None:
-        """None: no setting holds it, the caller passes the URL."""
-        return None
 
     def payload(self, notification: OutgoingMessage) -> dict[str, Any]:
         """Slack's incoming-webhook message."""
