@@ -9,16 +9,21 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from integrations.anthropic.parsers import prepare_response_parsers
+from integrations.anthropic.parsers import (
+    load_trace_propagators,
+    prepare_response_parsers,
+)
 
 # Any id of the right shape: reverse() only needs it to match the route.
 SAMPLE_TASK_ID = "FEAT-00000000-000000"
 
 
 def prepare_worker() -> None:
-    """Build the model SDK's response parsers and load the URL configuration
+    """Build the model SDK's response parsers, import the trace propagators
+    it loads on its first request, and load the URL configuration
     (a step's progress comment links to the task page; the first reverse() of
     a process imports every view module). The phase runner itself is imported
     by the cluster keeper (CODEX_PHASE_RUNNER) just before."""
     prepare_response_parsers()
+    load_trace_propagators()
     reverse("pages:task", args=[SAMPLE_TASK_ID])

@@ -89,7 +89,10 @@ SCRIPT = textwrap.dedent(
     import httpx2
     import anthropic._models as sdk_models
     from integrations.anthropic.client import ModelClient
-    from integrations.anthropic.parsers import prepare_response_parsers
+    from integrations.anthropic.parsers import (
+        load_trace_propagators,
+        prepare_response_parsers,
+    )
 
     events = json.loads(sys.argv[2])
     body = "".join(
@@ -106,7 +109,9 @@ SCRIPT = textwrap.dedent(
 
     if sys.argv[1] == "prepare":
         prepare_response_parsers()
+        load_trace_propagators()
     before = {m for m in every_model() if m.__pydantic_complete__}
+    modules_before = set(sys.modules)
     client = ModelClient(
         api_key="sk-test",
         http_client=httpx2.Client(
@@ -120,12 +125,15 @@ SCRIPT = textwrap.dedent(
     reply = client.send(messages=[{"role": "user", "content": "hi"}])
     assert [b["type"] for b in reply.content] == ["thinking", "text", "tool_use"]
     built = {m for m in every_model() if m.__pydantic_complete__} - before
-    print(json.dumps(sorted(m.__qualname__ for m in built)))
+    imported = sorted(set(sys.modules) - modules_before)
+    print(json.dumps([sorted(m.__qualname__ for m in built), imported]))
     """
 )
 
 
-def models_built_by_a_reply(mode: str) -> list[str]:
+def first_reply(mode: str) -> tuple[list[str], list[str]]:
+    """The SDK models built and the modules imported by a process's first
+    streamed reply, with (`prepare`) or without (`cold`) the warm-up."""
     # The embedded defaults: a DATABASE_URL without keys would be production.
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     done = subprocess.run(
@@ -138,10 +146,19 @@ def models_built_by_a_reply(mode: str) -> list[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    built, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    return built, imported
 
 
 def test_it_leaves_nothing_for_a_streamed_reply_to_build():
     # The control: a fresh process builds the models at its first reply.
-    assert len(models_built_by_a_reply("cold")) > 5
-    assert models_built_by_a_reply("prepare") == [], "built during the reply"
+    assert len(first_reply("cold")[0]) > 5
+    assert first_reply("prepare")[0] == [], "built during the reply"
+
+
+def test_it_leaves_no_trace_propagator_for_the_first_request_to_import():
+    # The control: the SDK imports OpenTelemetry's propagators on its first
+    # request (about 0.2 s of CPU in a new worker).
+    assert "opentelemetry.propagate" in first_reply("cold")[1]
+    imported = first_reply("prepare")[1]
+    assert [m for m in imported if m.startswith("opentelemetry")] == []
