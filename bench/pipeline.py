@@ -21,7 +21,9 @@ agent-run time per phase (so the slowdown of a step as workers are added
 shows), the CPU seconds per task of the workers' own Python (Codex and
 django-q), of the programs they ran (git, the QA pytest), of PostgreSQL and of
 this process (the model stub, the polling), and of the whole machine, and the
-machine's busy share during the run. `pipeline_cpu_bound_tasks_per_minute` is
+machine's busy share during the run (until the queue is empty: a task's last
+progress comment edit may come after its last step).
+`pipeline_cpu_bound_tasks_per_minute` is
 the ceiling that CPU sets: all cores divided by the machine's CPU seconds per
 task at the most workers; with 200 ms model answers, 8 workers on a small
 machine are bound by it, not by the model, so the 8-worker figure is judged
@@ -115,6 +117,12 @@ def _warm_up(workers: int) -> int:
     return sent
 
 
+def _queue_empty() -> bool:
+    from django_q.models import OrmQ
+
+    return not OrmQ.objects.exists()
+
+
 def _db_counters() -> dict[str, int]:
     """This database's transactions and row writes so far (pg_stat_database;
     backends report them within about a second)."""
@@ -167,6 +175,9 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
                 f"{tasks} tasks to settle on {workers} workers",
                 interval=0.5,  # the makespan comes from the runs' end times
             )
+            # The tasks' last jobs count too: the progress comments' final
+            # edits (held back up to CODEX_PROGRESS_MIN_SECONDS) and clean-ups.
+            wait_until(_queue_empty, 60, "the queue to drain", interval=0.1)
             busy1, total1 = cpu_jiffies()
             time.sleep(1.1)  # backends flush their statistics at most every 1 s
             db1 = _db_counters()

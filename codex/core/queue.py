@@ -12,6 +12,7 @@ on-commit enqueue.
 from __future__ import annotations
 
 import functools
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -76,10 +77,17 @@ def broker_after_commit() -> Any:
     return AfterCommitORM(list_key=broker.list_key)
 
 
-def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
+def job_row(
+    func_path: str,
+    *args: Any,
+    using: str = DEFAULT_DB_ALIAS,
+    not_before: datetime | None = None,
+) -> Any:
     """The ORM broker's job row for `func_path(*args)`, unsaved, for a caller
     to write inside its own transaction or statement; None when jobs do not go
-    through the ORM broker on `using` (Redis, or jobs run inline).
+    through the ORM broker on `using` (Redis, or jobs run inline). With
+    `not_before`, no cluster takes it before then: the broker takes only rows
+    whose lock has passed.
 
     The package is the one django-q's async_task signs (id and name, func,
     args, the cluster's cached and ack_failure defaults, started; the
@@ -117,5 +125,23 @@ def job_row(func_path: str, *args: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
     return OrmQ(
         key=Conf.CLUSTER_NAME,
         payload=SignedPackage.dumps(package),
-        lock=timezone.now(),
+        lock=not_before or timezone.now(),
     )
+
+
+def enqueue_not_before(
+    func_path: str,
+    *args: Any,
+    not_before: datetime,
+    using: str = DEFAULT_DB_ALIAS,
+) -> None:
+    """Enqueue `func_path(*args)`, inside the current transaction, for no
+    worker to start before `not_before`. With the ORM broker on `using` its
+    row is written now, with the transaction's other rows, and stays hidden
+    until then. Otherwise (Redis, or jobs run inline) it is sent on commit and
+    runs at once: the job itself must wait for its moment."""
+    row = job_row(func_path, *args, using=using, not_before=not_before)
+    if row is None:
+        enqueue_on_commit(func_path, *args)
+        return
+    row.save(using=using)

@@ -6,8 +6,9 @@ place at every status or phase change: the phase, the status and why it
 waits, links to the task page and the pull request, the cost so far, and the
 `@codex` commands a person can use. Edits are PATCHes of the same comment, so
 one repeated after a crash changes nothing; they are rate-limited (at most
-one per CODEX_PROGRESS_MIN_SECONDS per task, the later one carrying the
-newest state), and skipped when the text did not change.
+one per CODEX_PROGRESS_MIN_SECONDS per task: a change queues one edit, held
+back in the queue until that time, and the changes made while it waits are
+carried by it; see ProgressEdit), and skipped when the text did not change.
 
 When the task waits for its plan to be approved, spec.md, plan.md and tasks.md are
 posted once per plan version as a comment of their own.
@@ -19,14 +20,15 @@ import hashlib
 import time
 
 from django.conf import settings
-from django.core.cache import cache
 from django.urls import reverse
+from django.utils import timezone
 
 from codex.core.side_effects import perform_once
 from codex.fleet.models import AgentRun
 from codex.repositories.forge import get_forge
-from codex.tasks.models import GateKind, Status, Task
+from codex.tasks.models import GateKind, ProgressEdit, Status, Task
 from codex.tasks.models.gates import PLAN_DOCUMENTS
+from codex.tasks.models.progress_edit import min_seconds
 
 DOCUMENT_MAX_CHARS = 18_000
 COMMANDS = (
@@ -128,9 +130,12 @@ def _post_once(task: Task, forge, key: str, marker: str, body: str) -> dict:
 def update_progress_comment(task_id: str) -> str:
     """The job: post or edit the task's progress comment (and post the plan
     when it waits for approval). Returns what it did."""
-    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    task = Task.objects.filter(task_id=task_id).only("pk", "issue_number").first()
     if task is None or not task.issue_number:
         return "no issue to comment on"
+    # Before the task is read: a change from now on queues the next edit.
+    edited_at, last_digest = ProgressEdit.take(task.pk)
+    task = Task.objects.select_related("repository").get(pk=task.pk)
     forge = get_forge(task.repository)
     repository, issue = task.repository, task.issue_number
     gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
@@ -150,21 +155,28 @@ def update_progress_comment(task_id: str) -> str:
         progress_marker(task),
         body,
     )
-    state_key = f"codex:progress:{task.task_id}"
-    digest = hashlib.sha256(body.encode()).hexdigest()
-    last = cache.get(state_key) or {}
-    if comment.get("body") == body and not last:
-        cache.set(state_key, {"digest": digest, "at": time.time()}, 86_400)
+    digest = _digest(body)
+    if comment.get("body") == body and edited_at is None:
+        ProgressEdit.edited(task.pk, digest)
         return "posted"
-    if last.get("digest") == digest:
+    if digest == last_digest:
         return "unchanged"
-    wait = float(getattr(settings, "CODEX_PROGRESS_MIN_SECONDS", 5))
-    since = time.time() - float(last.get("at", 0))
-    if since < wait:
-        time.sleep(wait - since)
+    since = (
+        min_seconds()
+        if edited_at is None
+        else (timezone.now() - edited_at).total_seconds()
+    )
+    if since < min_seconds():
+        # Queued without a delay (a broker that cannot hold a job back runs it
+        # at once): wait here, then carry the newest state.
+        time.sleep(min_seconds() - since)
         task.refresh_from_db()
         body = progress_body(task)
-        digest = hashlib.sha256(body.encode()).hexdigest()
+        digest = _digest(body)
     forge.edit_comment(int(comment["id"]), body)
-    cache.set(state_key, {"digest": digest, "at": time.time()}, 86_400)
+    ProgressEdit.edited(task.pk, digest)
     return "edited"
+
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()

@@ -37,6 +37,7 @@ from codex.tasks.models.gates import (
     GateMode,
     GateRefused,
 )
+from codex.tasks.models.progress_edit import ProgressEdit
 from codex.tasks.models.queryset import new_task_id
 from codex.tasks.models.reports import Recommendation, ReviewReport, VerificationReport
 from codex.tasks.models.steering import SteeringMessage, SteeringSource
@@ -76,6 +77,7 @@ __all__ = [
     "Phase",
     "PhaseStatus",
     "Priority",
+    "ProgressEdit",
     "Recommendation",
     "ReviewReport",
     "Status",

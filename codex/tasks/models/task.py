@@ -10,12 +10,13 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 from django_fsm import FSMField
 
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel
+from codex.core.queue import enqueue_not_before
 from codex.events.models import EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
@@ -29,6 +30,7 @@ from codex.tasks.models.choices import (
 )
 from codex.tasks.models.gate_transitions import GateTransitions
 from codex.tasks.models.phase_transitions import PhaseTransitions
+from codex.tasks.models.progress_edit import ProgressEdit
 from codex.tasks.models.queryset import IMMUTABLE_FIELDS, TaskQuerySet
 from codex.tasks.models.status_transitions import StatusTransitions
 from codex.tasks.models.task_actions import TaskActions
@@ -392,11 +394,11 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
     if retry_after:
         data["retry_after_seconds"] = retry_after.total_seconds()
     if instance.issue_number and not instance.__dict__.get("_progress_queued"):
-        # The issue's progress comment follows every change (docs/gates.md):
-        # one job per save, however many transitions it writes.
+        # The issue's progress comment follows every change (docs/gates.md),
+        # at most one queued edit per task, which carries every change made
+        # while it waits (ProgressEdit).
         instance.__dict__["_progress_queued"] = True
-        instance.enqueue_with_save(PROGRESS_JOB, instance.task_id)
-        instance.on_save(lambda: instance.__dict__.pop("_progress_queued", None))
+        instance.on_save(lambda: queue_progress_edit(instance))
     instance.record(
         EventKind.TRANSITION,
         by=str(method_kwargs.get("by") or "unknown"),
@@ -406,6 +408,21 @@ def record_transition_event(sender, instance, name, source, target, **kwargs) ->
         target=target,
         data=data,
     )
+
+
+def queue_progress_edit(task: Task) -> None:
+    """In the transaction of a save of `task` that changed it: queue an edit
+    of its progress comment, unless one is queued already (it carries this
+    change), due CODEX_PROGRESS_MIN_SECONDS after the last edit."""
+    task.__dict__.pop("_progress_queued", None)
+    due = ProgressEdit.request(task.pk)
+    if due is not None:
+        enqueue_not_before(
+            PROGRESS_JOB,
+            task.task_id,
+            not_before=due,
+            using=task._state.db or DEFAULT_DB_ALIAS,
+        )
 
 
 @functools.cache
