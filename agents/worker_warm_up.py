@@ -7,23 +7,44 @@ starts with it instead of paying for it during a task's step.
 
 from __future__ import annotations
 
-from django.urls import reverse
+from contextlib import suppress
+from importlib import import_module
 
+from django.apps import apps
+from django.urls import reverse
+from django.utils.module_loading import import_string
+
+from codex.repositories.forge import FORGES
 from integrations.anthropic.parsers import (
+    load_http_transport,
     load_trace_propagators,
     prepare_response_parsers,
 )
+
+# Job modules outside the apps' jobs.py that the queue runs.
+JOB_MODULES = ("codex.tasks.progress",)
 
 # Any id of the right shape: reverse() only needs it to match the route.
 SAMPLE_TASK_ID = "FEAT-00000000-000000"
 
 
 def prepare_worker() -> None:
-    """Build the model SDK's response parsers, import the trace propagators
-    it loads on its first request, and load the URL configuration
-    (a step's progress comment links to the task page; the first reverse() of
-    a process imports every view module). The phase runner itself is imported
-    by the cluster keeper (CODEX_PHASE_RUNNER) just before."""
+    """Build the model SDK's response parsers, import what its first request
+    imports (the trace propagators, the HTTP transport), the forges, the job
+    modules, and load the URL configuration (a step's progress comment links
+    to the task page; the first reverse() of a process imports every view
+    module). Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, as in
+    the Docker image), a module first imported by a worker is compiled from
+    source in each worker. The phase runner itself is imported by the cluster
+    keeper (CODEX_PHASE_RUNNER) just before."""
     prepare_response_parsers()
     load_trace_propagators()
+    load_http_transport()
+    for path in FORGES.values():
+        import_string(path)
+    for app in apps.get_app_configs():
+        with suppress(ModuleNotFoundError):
+            import_module(f"{app.name}.jobs")
+    for module in JOB_MODULES:
+        import_module(module)
     reverse("pages:task", args=[SAMPLE_TASK_ID])

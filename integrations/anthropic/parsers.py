@@ -6,7 +6,8 @@ first streamed reply (more on a busy machine). A worker cluster calls
 `prepare_response_parsers()` once before it forks its workers, so each worker
 (the first ones and every one forked later in place of a recycled one)
 inherits them built. It also imports the trace propagators the SDK loads on
-its first request (`load_trace_propagators`).
+its first request (`load_trace_propagators`) and the transport's connection
+layer its first client builds (`load_http_transport`).
 """
 
 from __future__ import annotations
@@ -68,3 +69,10 @@ def load_trace_propagators() -> bool:
     except Exception:  # noqa: BLE001 - the SDK logs it and goes on without
         return False
     return True
+
+
+def load_http_transport() -> None:
+    """Import the HTTP transport's connection layer, which the SDK's HTTP
+    client imports when the first client is made (in each worker: a client
+    holds connections, so one is never shared across a fork)."""
+    importlib.import_module("httpcore2")

@@ -4,7 +4,13 @@ runner imported and the model SDK's parsers built."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
+
+from django.conf import settings
 
 from codex.core.cluster_recovery import ClusterKeeper
 from integrations.anthropic.parsers import prepare_response_parsers
@@ -46,3 +52,43 @@ def test_the_default_warm_up_builds_the_parsers():
 
     prepare_worker()
     assert prepare_response_parsers() == 0  # nothing left to build
+
+
+# What a worker's first step or job would import itself; in a fresh process.
+FIRST_STEP_IMPORTS = (
+    "codex.repositories.local_forge",
+    "integrations.github.forge",
+    "codex.tasks.progress",
+    "codex.notifications.jobs",
+    "httpcore2",
+    "opentelemetry.propagate",
+)
+SCRIPT = """
+import json, sys
+import django
+django.setup()
+import codex.tasks.jobs  # what the cluster keeper imports first
+before = [m for m in json.loads(sys.argv[1]) if m in sys.modules]
+from agents.worker_warm_up import prepare_worker
+prepare_worker()
+after = [m for m in json.loads(sys.argv[1]) if m in sys.modules]
+print(json.dumps([before, after]))
+"""
+
+
+def test_the_workers_inherit_what_a_first_step_would_import():
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["DJANGO_SETTINGS_MODULE"] = "codex.settings"
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(FIRST_STEP_IMPORTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=settings.BASE_DIR,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before == [], "the control: none of them is imported yet"
+    assert after == list(FIRST_STEP_IMPORTS)
