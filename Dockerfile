@@ -53,6 +53,9 @@ COPY --chown=codex:codex codex/ codex/
 COPY --chown=codex:codex agents/ agents/
 COPY --chown=codex:codex integrations/ integrations/
 COPY --chown=codex:codex templates/ templates/
+# Bytecode made once here: with PYTHONDONTWRITEBYTECODE every process would
+# otherwise compile each module it imports from source.
+RUN python -m compileall -q codex agents integrations
 # Settings refuse to load without keys: collectstatic gets throwaway ones.
 RUN SECRET_KEY=collectstatic-only ALLOWED_HOSTS=build.invalid \
     CODEX_FERNET_KEYS="$(python -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')" \
