@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -120,9 +120,19 @@ def _perform_once(
     task,
     kind: str,
 ) -> Result:
-    record, _ = SideEffect.objects.get_or_create(
-        key=key, defaults={"task": task, "kind": kind or key.split(":", 1)[0]}
-    )
+    record = SideEffect.objects.filter(key=key).first()
+    if record is None:
+        # The first attempt: recorded as started in one statement, committed
+        # on its own (autocommit) before the effect. No other caller can
+        # insert the key meanwhile: this one holds the key's lock.
+        record = SideEffect.objects.create(
+            key=key,
+            task=task,
+            kind=kind or key.split(":", 1)[0],
+            attempts=1,
+            started_at=timezone.now(),
+        )
+        return _finish(record, action(), found_by_lookup=False)
     if record.status == SideEffectStatus.DONE:
         return record.result
     if record.attempts:
@@ -159,11 +169,11 @@ def settle(key: str, result: Result, *, prefix: bool = False) -> bool:
 
 
 def _finish(record: SideEffect, result: Result, *, found_by_lookup: bool) -> Result:
-    with transaction.atomic():
-        SideEffect.objects.filter(pk=record.pk).update(
-            status=SideEffectStatus.DONE,
-            result=result,
-            done_at=timezone.now(),
-            found_by_lookup=found_by_lookup,
-        )
+    # One UPDATE, atomic by itself: no transaction around it.
+    SideEffect.objects.filter(pk=record.pk).update(
+        status=SideEffectStatus.DONE,
+        result=result,
+        done_at=timezone.now(),
+        found_by_lookup=found_by_lookup,
+    )
     return result
