@@ -44,11 +44,13 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
+from django_q.models import OrmQ
 from django_q.signals import pre_execute
 from django_q.signing import SignedPackage
 
@@ -192,13 +194,14 @@ class ClaimingORM(ClaimingBroker, ORM):
         the same UPDATE that locks it."""
         from time import sleep
 
-        rows = self.get_connection().filter(key=self.list_key, lock__lt=timezone.now())
+        # One get_connection() per poll: each call marks the connection for a
+        # health check, a `SELECT 1` before the next statement.
+        queue = self.get_connection()
+        rows = queue.filter(key=self.list_key, lock__lt=timezone.now())
         taken = []
         for row in rows.order_by("id")[: Conf.BULK]:
-            if (
-                self.get_connection()
-                .filter(id=row.id, key=self.list_key, lock=row.lock)
-                .update(key=self._key(self.claim), lock=self.timeout(row))
+            if queue.filter(id=row.id, key=self.list_key, lock=row.lock).update(
+                key=self._key(self.claim), lock=self.timeout(row)
             ):
                 taken.append((row.pk, row.payload))
         if taken:
@@ -207,10 +210,17 @@ class ClaimingORM(ClaimingBroker, ORM):
         return None
 
     def acknowledge(self, task_id: Any) -> None:
-        # Only while it is ours: a job handed back is someone else's now.
-        self.get_connection().filter(
-            pk=task_id, key__startswith=self._key(self.claim)
-        ).delete()
+        # Only while it is ours: a job handed back is someone else's now. The
+        # monitor acknowledges right after saving the result on the same
+        # connection, checked then: get_connection() would check it again (a
+        # `SELECT 1`), needed only when that save failed on it.
+        database = connections[Conf.ORM or DEFAULT_DB_ALIAS]
+        queue = (
+            self.get_connection()
+            if database.errors_occurred
+            else OrmQ.objects.using(Conf.ORM)
+        )
+        queue.filter(pk=task_id, key__startswith=self._key(self.claim)).delete()
 
     def fail(self, task_id: Any) -> None:
         self.acknowledge(task_id)
