@@ -10,11 +10,13 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks
         from django_fsm.signals import post_transition
+        from django_q.signals import pre_execute
 
         from codex.core.django_internals import (
             check_django_internals,
             check_event_log_registered,
         )
+        from codex.core.job_results import leave_success_unsaved
         from codex.core.logged_state import record_transition_event
 
         # Refuse to start when a Django internal the fast path relies on
@@ -24,6 +26,9 @@ class CoreConfig(AppConfig):
 
         post_transition.connect(
             record_transition_event, dispatch_uid="logged_state_event_log"
+        )
+        pre_execute.connect(
+            leave_success_unsaved, dispatch_uid="codex_leave_success_unsaved"
         )
         # Schedules follow the CODEX_EVERY_* settings on every migrate, not
         # only on the migration that first created them.

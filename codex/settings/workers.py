@@ -46,6 +46,10 @@ Q_CLUSTER = {
 # How many successful jobs' results the console keeps (the newest; pruned by
 # codex.core.job_results.prune_job_results). Failed jobs are always kept.
 CODEX_JOB_RESULTS_KEPT = env_int("CODEX_JOB_RESULTS_KEPT", 1000, minimum=0)
+# Jobs whose successes keep no result: the progress comment's edits, several
+# per task, would crowd the steps out of the kept results. Their failures are
+# kept like any other's.
+CODEX_JOB_RESULTS_UNSAVED = ("codex.tasks.progress.update_progress_comment",)
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
     Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingRedis"
