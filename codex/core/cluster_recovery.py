@@ -30,6 +30,7 @@ delivered again finds the task free instead of "busy".
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import queue
@@ -140,6 +141,7 @@ class ClusterKeeper:
             self._warm_up()
         finally:
             connections.close_all()
+            self._freeze_heap()
 
     @staticmethod
     def _warm_up() -> None:
@@ -158,6 +160,17 @@ class ClusterKeeper:
                 import_string(prepare)()
             except Exception:  # noqa: BLE001 - each worker builds it lazily
                 logger.warning("could not prepare the workers with %s", prepare)
+
+    @staticmethod
+    def _freeze_heap() -> None:
+        """Move every object the sentinel holds now (Django, the apps, the
+        warmed-up modules) out of the garbage collector's reach before the
+        workers are forked. Otherwise a worker's first full collection walks
+        the whole heap it inherited (about 170 ms of CPU, measured in a
+        worker's first step) and writes to every page it shares with the
+        sentinel, and later full collections walk it again."""
+        gc.collect()
+        gc.freeze()
 
     def _run_schedules(self) -> None:
         from django_q.conf import Conf

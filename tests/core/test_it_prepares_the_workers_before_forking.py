@@ -92,3 +92,46 @@ def test_the_workers_inherit_what_a_first_step_would_import():
     before, after = json.loads(done.stdout.strip().splitlines()[-1])
     assert before == [], "the control: none of them is imported yet"
     assert after == list(FIRST_STEP_IMPORTS)
+
+
+# A forked worker's full collection, with (`freeze`) or without the sentinel
+# freezing its heap first: how many objects the collector walks in the worker.
+FORK_SCRIPT = """
+import gc, json, os, sys
+import django
+django.setup()
+from agents.worker_warm_up import prepare_worker
+prepare_worker()
+if sys.argv[1] == "freeze":
+    from codex.core.cluster_recovery import ClusterKeeper
+    ClusterKeeper._freeze_heap()
+read, write = os.pipe()
+if os.fork() == 0:
+    tracked = sum(gc.get_count()) + len(gc.get_objects(generation=2))
+    os.write(write, str(tracked).encode())
+    os._exit(0)
+os.wait()
+print(os.read(read, 64).decode())
+"""
+
+
+def objects_a_forked_worker_collects(mode: str) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["DJANGO_SETTINGS_MODULE"] = "codex.settings"
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT, mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=settings.BASE_DIR,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_workers_collect_none_of_the_heap_they_inherit():
+    inherited = objects_a_forked_worker_collects("cold")
+    assert inherited > 100_000  # the control: Django and the apps
+    assert objects_a_forked_worker_collects("freeze") < inherited / 100
