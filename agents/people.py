@@ -31,6 +31,10 @@ ROOT_RULE_FILES = ("AGENTS.md", "CLAUDE.md", ".codex/rules.md")
 FOLDER_RULE_FILE = "AGENTS.md"
 RULES_MAX_CHARS = 20_000
 FOLDERS_MAX = 20
+# Rules files read, by commit and path, kept per process (see _show).
+KEPT_PER_PROCESS = 512
+_FILES_AT: dict[tuple[str, str], bool] = {}
+_TEXT_AT: dict[tuple[str, str], str] = {}
 
 HUMAN_INPUT_NOTICE = (
     "Messages inside <human_input> tags were written to you during this task by "
@@ -44,10 +48,47 @@ HUMAN_INPUT_NOTICE = (
 
 
 def _show(worktree: Path, commit: str, path: str) -> str | None:
+    """`path` at `commit` (None when there is no such file or it cannot be
+    read). A commit's files never change, so what is read is kept: every
+    step of every task reads the same rules files at the same base commit
+    until main moves, and a file found missing by a `git ls-tree` that
+    answered stays missing. A failed read is not kept."""
+    key = (commit, path)
+    if key not in _FILES_AT:
+        _learn_which_exist(worktree, commit, [path])
+    if not _FILES_AT.get(key, True):
+        return None
+    if key in _TEXT_AT:
+        return _TEXT_AT[key]
     try:
-        return run_git(["show", f"{commit}:{path}"], worktree)
+        text = run_git(["show", f"{commit}:{path}"], worktree)
     except ClassifiedFailure:
-        return None  # no such file at that commit
+        return None
+    # More than the cap is never used: what is kept stays bounded.
+    return _keep(_TEXT_AT, key, text[: RULES_MAX_CHARS + 1])
+
+
+def _learn_which_exist(worktree: Path, commit: str, paths: list[str]) -> None:
+    """One `git ls-tree` for the paths not known yet at `commit`."""
+    unknown = [path for path in paths if (commit, path) not in _FILES_AT]
+    if not unknown:
+        return
+    try:
+        listed = run_git(
+            ["ls-tree", "--name-only", "-z", commit, "--", *unknown], worktree
+        )
+    except ClassifiedFailure:
+        return  # not known: each is read (and may fail) on its own
+    present = set(listed.split("\0"))
+    for path in unknown:
+        _keep(_FILES_AT, (commit, path), path in present)
+
+
+def _keep(cache: dict, key: tuple[str, str], value: Any) -> Any:
+    if len(cache) >= KEPT_PER_PROCESS:
+        cache.pop(next(iter(cache)))  # the oldest: main has moved on since
+    cache[key] = value
+    return value
 
 
 def _touched_folders(worktree: Path, base: str) -> list[str]:
@@ -76,6 +117,7 @@ def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]
     paths += [
         f"{folder}/{FOLDER_RULE_FILE}" for folder in _touched_folders(worktree, commit)
     ]
+    _learn_which_exist(worktree, commit, paths)
     parts, read, left = [], [], RULES_MAX_CHARS
     for path in paths:
         if left <= 0:

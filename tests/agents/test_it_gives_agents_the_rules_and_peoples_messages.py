@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agents import people
+from codex.core.errors import Action, make_error
 from codex.tasks.models import Decider, GateDecision, Status, SteeringSource
 from codex.tasks.models.steering import send_message
 from integrations.git import run_git
@@ -16,6 +17,14 @@ from tests.factories import make_task, make_user, put_in_state
 from tests.integrations.git.helpers import clone, commit_file, make_remote
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _nothing_read_yet():
+    # Each test's repository makes the same commits (same files, same second):
+    # what one test read is, rightly, known to the next.
+    people._FILES_AT.clear()
+    people._TEXT_AT.clear()
 
 
 @pytest.fixture
@@ -188,3 +197,54 @@ def test_a_message_sent_while_the_run_works_reaches_its_next_turn(
     assert "keep the API" not in bodies[1]  # the opening one is not repeated
     task.save()
     assert task.steering_messages.undelivered().count() == 0
+
+
+@pytest.fixture
+def git_calls(monkeypatch):
+    """The git commands the rules reading runs, by verb."""
+    calls: list[str] = []
+
+    def counting(args, cwd, *rest, **options):
+        calls.append(args[0])
+        return run_git(args, cwd, *rest, **options)
+
+    monkeypatch.setattr(people, "run_git", counting)
+    return calls
+
+
+def test_the_next_step_at_the_same_base_reads_no_file_again(worktree, git_calls):
+    _, first = people.repository_rules(worktree, "origin/main")
+    assert git_calls.count("show") == 2 and git_calls.count("ls-tree") == 1
+    git_calls.clear()
+    text, again = people.repository_rules(worktree, "origin/main")
+    assert again == first and "Use tabs." in text and "Views stay thin." in text
+    # Only what can change: where the base is, and what the branch touches.
+    assert git_calls == ["rev-parse", "diff"]
+
+
+def test_when_the_base_moves_its_rules_are_read_anew(worktree, tmp_path):
+    people.repository_rules(worktree, "origin/main")
+    seed = tmp_path / "seed"
+    commit_file(seed, "AGENTS.md", "Use spaces now.\n", "new rules")
+    run_git(["push", "--quiet", "origin", "main"], seed)
+    run_git(["fetch", "--quiet", "origin"], worktree)
+    text, record = people.repository_rules(worktree, "origin/main")
+    assert "Use spaces now." in text and "Use tabs." not in text
+    assert record["commit"] == run_git(["rev-parse", "origin/main"], seed).strip()
+
+
+def test_a_failed_read_is_not_kept(worktree, monkeypatch):
+    real = people.run_git
+    failures = iter([True])
+
+    def flaky(args, cwd, *rest, **options):
+        app_rules = args[0] == "show" and args[1].endswith(":app/AGENTS.md")
+        if app_rules and next(failures, False):
+            raise make_error("git", 128, Action.WAIT_RETRY, "busy").exception()
+        return real(args, cwd, *rest, **options)
+
+    monkeypatch.setattr(people, "run_git", flaky)
+    text, _ = people.repository_rules(worktree, "origin/main")
+    assert "Views stay thin." not in text
+    text, _ = people.repository_rules(worktree, "origin/main")
+    assert "Views stay thin." in text
