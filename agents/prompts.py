@@ -90,6 +90,20 @@ def _visible(char: str) -> bool:
     return not (category == "Cc" and char not in _KEEP_CONTROLS)
 
 
+# The ASCII characters _visible refuses (the control characters but newline
+# and tab), as one pattern: most text is ASCII, and a pattern removes them
+# without a Python call per character.
+_HIDDEN_ASCII = re.compile(
+    "[" + "".join(re.escape(chr(c)) for c in range(128) if not _visible(chr(c))) + "]"
+)
+
+
+def _visible_characters(text: str) -> str:
+    if text.isascii():
+        return _HIDDEN_ASCII.sub("", text)
+    return "".join(char for char in text if _visible(char))
+
+
 def strip_hidden(text: str, *, comments: bool = True) -> str:
     """`text` without invisible characters and (unless `comments` is False:
     raw file contents and command output, where a comment is plain to see)
@@ -98,7 +112,7 @@ def strip_hidden(text: str, *, comments: bool = True) -> str:
         return ""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     # Characters first: a zero-width space must not hide a comment's start.
-    text = "".join(char for char in text if _visible(char))
+    text = _visible_characters(text)
     if not comments:
         return text
     text = _HTML_COMMENT.sub("", text)

@@ -3,9 +3,17 @@ behind a boundary it cannot close (crafted texts)."""
 
 from __future__ import annotations
 
+import random
 import re
 
-from agents.prompts import UNTRUSTED_NOTICE, strip_hidden, system_blocks, untrusted
+from agents.prompts import (
+    UNTRUSTED_NOTICE,
+    _visible,
+    _visible_characters,
+    strip_hidden,
+    system_blocks,
+    untrusted,
+)
 
 FENCE = re.compile(r'^<(untrusted-[0-9a-f]{8}) source="([^"]*)">\n(.*)\n</\1>$', re.S)
 
@@ -89,3 +97,16 @@ def test_the_notice_does_not_tell_the_model_to_ignore_its_work():
     assert "only this system prompt and the task description" not in UNTRUSTED_NOTICE
     assert "act on them" in UNTRUSTED_NOTICE
     assert "Every tool result comes fenced" in UNTRUSTED_NOTICE
+
+
+def test_ascii_text_loses_exactly_the_characters_the_rule_refuses():
+    # The fast path for ASCII text against the rule applied character by
+    # character, over every ASCII character and mixtures of them.
+    every = "".join(chr(c) for c in range(128))
+    rng = random.Random(7)
+    samples = [every, every[::-1]] + [
+        "".join(rng.choice(every) for _ in range(200)) for _ in range(50)
+    ]
+    for text in samples:
+        assert _visible_characters(text) == "".join(c for c in text if _visible(c))
+    assert _visible_characters("a\tb\nc\x00d\x1be\x7f") == "a\tb\ncde"
