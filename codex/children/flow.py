@@ -91,8 +91,10 @@ def held_step(task: Task, *, by: str) -> str | None:
             f"waiting for {fan_out.expected_child_count} children "
             f"(fan-out {fan_out.state})"
         )
+    if task.phase != "release":
+        return None  # a child waits for its parent at release only
     child = Child.objects.filter(task=task).select_related("fan_out").first()
-    if child is None or task.phase != "release":
+    if child is None:
         return None
     parent_fan_out = child.fan_out
     if parent_fan_out.state != FanOutState.COMPLETE:
