@@ -21,8 +21,9 @@ agent-run time per phase (so the slowdown of a step as workers are added
 shows), the CPU seconds per task of the workers' own Python (Codex and
 django-q), of the programs they ran (git, the QA pytest), of PostgreSQL and of
 this process (the model stub, the polling), and of the whole machine, and the
-machine's busy share during the run (until the queue is empty: a task's last
-progress comment edit may come after its last step).
+machine's busy share while the tasks run. The CPU is counted until the
+queue is empty: a task's last progress comment edit may come after its last
+step.
 `pipeline_cpu_bound_tasks_per_minute` is
 the ceiling that CPU sets: all cores divided by the machine's CPU seconds per
 task at the most workers; with 200 ms model answers, 8 workers on a small
@@ -175,8 +176,10 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
                 f"{tasks} tasks to settle on {workers} workers",
                 interval=0.5,  # the makespan comes from the runs' end times
             )
-            # The tasks' last jobs count too: the progress comments' final
-            # edits (held back up to CODEX_PROGRESS_MIN_SECONDS) and clean-ups.
+            busy_run, total_run = cpu_jiffies()  # the busy share: tasks running
+            # Their last jobs count in their CPU too: the progress comments'
+            # final edits (held back up to CODEX_PROGRESS_MIN_SECONDS) and
+            # the clean-ups.
             wait_until(_queue_empty, 60, "the queue to drain", interval=0.1)
             busy1, total1 = cpu_jiffies()
             time.sleep(1.1)  # backends flush their statistics at most every 1 s
@@ -227,7 +230,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
             "stub_and_bench": bench / tasks,
             "machine": (busy1 - busy0) / ticks_per_second() / tasks,
         },
-        "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
+        "machine_busy": (busy_run - busy0) / max(total_run - total0, 1),
         "peak_rss_mb": peak_rss,
         "model_requests": requests,
         "warm_ups": warm_ups,
