@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
-
-from django.conf import settings
 
 from codex.core.cluster_recovery import ClusterKeeper
 from integrations.anthropic.parsers import prepare_response_parsers
+from tests.fresh_process import last_line_of
 
 calls: list[str] = []
 
@@ -77,19 +73,7 @@ print(json.dumps([before, after]))
 
 
 def test_the_workers_inherit_what_a_first_step_would_import():
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["DJANGO_SETTINGS_MODULE"] = "codex.settings"
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(FIRST_STEP_IMPORTS)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=settings.BASE_DIR,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    before, after = json.loads(last_line_of(SCRIPT, json.dumps(FIRST_STEP_IMPORTS)))
     assert before == [], "the control: none of them is imported yet"
     assert after == list(FIRST_STEP_IMPORTS)
 
@@ -116,19 +100,7 @@ print(os.read(read, 64).decode())
 
 
 def objects_a_forked_worker_collects(mode: str) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["DJANGO_SETTINGS_MODULE"] = "codex.settings"
-    done = subprocess.run(
-        [sys.executable, "-c", FORK_SCRIPT, mode],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=settings.BASE_DIR,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.strip().splitlines()[-1])
+    return int(last_line_of(FORK_SCRIPT, mode))
 
 
 def test_the_workers_collect_none_of_the_heap_they_inherit():

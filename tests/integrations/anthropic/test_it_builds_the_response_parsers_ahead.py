@@ -5,12 +5,9 @@ them. Checked in a fresh interpreter: models build once per process."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
-from django.conf import settings
+from tests.fresh_process import last_line_of
 
 EVENTS = [
     {
@@ -134,19 +131,7 @@ SCRIPT = textwrap.dedent(
 def first_reply(mode: str) -> tuple[list[str], list[str]]:
     """The SDK models built and the modules imported by a process's first
     streamed reply, with (`prepare`) or without (`cold`) the warm-up."""
-    # The embedded defaults: a DATABASE_URL without keys would be production.
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, json.dumps(EVENTS)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=settings.BASE_DIR,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    built, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    built, imported = json.loads(last_line_of(SCRIPT, mode, json.dumps(EVENTS)))
     return built, imported
 
 
