@@ -44,7 +44,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DatabaseError
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
@@ -210,17 +210,17 @@ class ClaimingORM(ClaimingBroker, ORM):
         return None
 
     def acknowledge(self, task_id: Any) -> None:
-        # Only while it is ours: a job handed back is someone else's now. The
-        # monitor acknowledges right after saving the result on the same
-        # connection, checked then: get_connection() would check it again (a
-        # `SELECT 1`), needed only when that save failed on it.
-        database = connections[Conf.ORM or DEFAULT_DB_ALIAS]
-        queue = (
-            self.get_connection()
-            if database.errors_occurred
-            else OrmQ.objects.using(Conf.ORM)
-        )
-        queue.filter(pk=task_id, key__startswith=self._key(self.claim)).delete()
+        # Only while it is ours: a job handed back is someone else's now.
+        mine = {"pk": task_id, "key__startswith": self._key(self.claim)}
+        try:
+            # Without get_connection()'s check (a `SELECT 1`): the monitor
+            # has just saved the job's result on this connection.
+            OrmQ.objects.using(Conf.ORM).filter(**mine).delete()
+        except DatabaseError:
+            # It saved none (a job whose success keeps no result) and the
+            # connection died meanwhile, or the save failed on it: check it,
+            # reconnect, and try once more.
+            self.get_connection().filter(**mine).delete()
 
     def fail(self, task_id: Any) -> None:
         self.acknowledge(task_id)

@@ -78,12 +78,12 @@ def perform_once(
             "perform_once must run outside a transaction: its record has to be "
             "committed before the side effect happens"
         )
-    with _exclusive(key):
+    with exclusive(key):
         return _perform_once(key, action, lookup=lookup, task=task, kind=kind)
 
 
 @contextmanager
-def _exclusive(key: str) -> Iterator[None]:
+def exclusive(key: str, *, family: str = "effect") -> Iterator[None]:
     """One caller at a time for `key` (PostgreSQL: a session advisory lock).
 
     Callers under a task's lease never meet, but some effects are not made
@@ -91,14 +91,18 @@ def _exclusive(key: str) -> Iterator[None]:
     find no record done and nothing to look up yet, and both act. The lock
     is the session's, not a transaction's (the record must commit before the
     effect), and it goes with the session (or the process, for the file lock
-    of the embedded database) of a worker that dies."""
+    of the embedded database) of a worker that dies.
+
+    `family`: a caller that holds one of these locks while perform_once takes
+    another names its own family: the embedded database's file locks are
+    striped, and a stripe shared with the inner key would wait on itself."""
     digest = hashlib.sha256(key.encode()).digest()
     if connection.vendor != "postgresql":
         # The embedded database lives on one machine: a file lock there.
         folder = Path(settings.VAR_DIR) / "locks"
         folder.mkdir(parents=True, exist_ok=True)
         # 256 stripes: a bounded set of files, rarely shared by two keys.
-        with open(folder / f"effect-{digest[:1].hex()}.lock", "a") as handle:
+        with open(folder / f"{family}-{digest[:1].hex()}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
         return

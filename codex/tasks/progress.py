@@ -23,7 +23,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from codex.core.side_effects import perform_once
+from codex.core.side_effects import exclusive, perform_once
 from codex.fleet.models import AgentRun
 from codex.repositories.forge import get_forge
 from codex.tasks.models import GateKind, ProgressEdit, Status, Task
@@ -133,9 +133,16 @@ def update_progress_comment(task_id: str) -> str:
     task = Task.objects.filter(task_id=task_id).only("pk", "issue_number").first()
     if task is None or not task.issue_number:
         return "no issue to comment on"
+    # One edit of a task's comment at a time: two at once could land in the
+    # wrong order, the older text last.
+    with exclusive(f"progress-comment:{task_id}", family="progress"):
+        return _update(task.pk)
+
+
+def _update(task_pk: int) -> str:
     # Before the task is read: a change from now on queues the next edit.
-    edited_at, last_digest = ProgressEdit.take(task.pk)
-    task = Task.objects.select_related("repository").get(pk=task.pk)
+    edited_at, last_digest = ProgressEdit.take(task_pk)
+    task = Task.objects.select_related("repository").get(pk=task_pk)
     forge = get_forge(task.repository)
     repository, issue = task.repository, task.issue_number
     gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None

@@ -16,6 +16,7 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from codex.core.brokers import ClaimingORM
+from codex.repositories.local_forge import LocalForge
 from codex.repositories.models import LocalComment, Repository
 from codex.tasks.models import ProgressEdit, Status, Task
 from codex.tasks.progress import progress_marker, update_progress_comment
@@ -164,3 +165,53 @@ def test_a_change_still_open_when_the_edit_starts_is_read_by_it(task, settings):
     assert errors == [] and results == ["posted"]
     assert "status: **in progress**" in the_comment(task).body
     assert len(progress_edits()) == 1, "the open change queued a second edit"
+
+
+def test_an_edit_whose_job_never_came_does_not_silence_the_comment(task, settings):
+    toggle(task, 1)
+    [queued] = progress_edits()
+    queued.delete()  # lost: a Redis restart, a job given up before it ran
+    retry = settings.Q_CLUSTER["retry"]
+    long_ago = timezone.now() - timedelta(seconds=retry + 1)
+    ProgressEdit.objects.filter(task=task).update(due_at=long_ago)
+    toggle(task, 1)
+    assert len(progress_edits()) == 1, "the next change queued no edit"
+
+
+@pytest.mark.postgresql
+def test_two_edits_at_once_land_in_order(task, settings, monkeypatch):
+    settings.CODEX_PROGRESS_MIN_SECONDS = 0
+    update_progress_comment(task.task_id)  # posted: pending
+    toggle(task, 1)  # paused
+    editing, release = threading.Event(), threading.Event()
+    real_edit = LocalForge.edit_comment
+
+    def slow_first_edit(forge, comment_id, body):
+        if not editing.is_set():
+            editing.set()  # the first edit has read "paused"; it waits here
+            release.wait(30)
+        return real_edit(forge, comment_id, body)
+
+    monkeypatch.setattr(LocalForge, "edit_comment", slow_first_edit)
+    errors: list[BaseException] = []
+
+    def edit() -> None:
+        try:
+            update_progress_comment(task.task_id)
+        except BaseException as exc:  # reported to the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=edit)
+    first.start()
+    assert editing.wait(30)
+    Task.objects.get(pk=task.pk).perform("resume", by="user:ann")
+    second = threading.Thread(target=edit)  # reads "in progress"
+    second.start()
+    second.join(1.0)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert errors == []
+    assert "status: **in progress**" in the_comment(task).body

@@ -19,8 +19,9 @@ class ProgressEdit(models.Model):
     the queued job clears `queued` before it reads the task (`take`), and
     that UPDATE waits for any change still holding the lock. So a change that
     found an edit queued is always read by it, and one that did not queues
-    the next. `body_sha256` is the text last posted: an edit that would not
-    change it is skipped.
+    the next. A queued edit whose job never ran (`due_at` long past) does
+    not silence the comment: the next change queues another. `body_sha256`
+    is the text last posted: an edit that would not change it is skipped.
     """
 
     task = models.OneToOneField(
@@ -30,6 +31,10 @@ class ProgressEdit(models.Model):
         related_name="+",
     )
     queued = models.BooleanField(default=False)
+    # When the queued edit is due: past it by a job's retry time, the job is
+    # taken to be lost (a Redis restart, a job given up before it ran) and
+    # the next change queues another.
+    due_at = models.DateTimeField(null=True, blank=True)
     edited_at = models.DateTimeField(null=True, blank=True)
     body_sha256 = models.CharField(max_length=64, blank=True)
 
@@ -42,20 +47,22 @@ class ProgressEdit(models.Model):
         queued already (it reads the task after this change commits); else
         the moment the edit to queue now is due, and the row says queued."""
         rows = cls.objects.filter(task_id=task_pk)
-        state = rows.select_for_update().values_list("queued", "edited_at").first()
+        fields = ("queued", "due_at", "edited_at")
+        state = rows.select_for_update().values_list(*fields).first()
         if state is None:
             # The first change of the task: the row, made by whichever of two
             # concurrent changes comes first, then locked like any other time.
             cls.objects.bulk_create([cls(task_id=task_pk)], ignore_conflicts=True)
-            state = rows.select_for_update().values_list("queued", "edited_at").first()
-        queued, edited_at = state
-        if queued:
-            return None
-        rows.update(queued=True)
+            state = rows.select_for_update().values_list(*fields).first()
+        queued, due_at, edited_at = state
         now = timezone.now()
-        if edited_at is None:
-            return now
-        return max(now, edited_at + timedelta(seconds=min_seconds()))
+        if queued and not _lost(due_at, now):
+            return None
+        due = now
+        if edited_at is not None:
+            due = max(now, edited_at + timedelta(seconds=min_seconds()))
+        rows.update(queued=True, due_at=due)
+        return due
 
     @classmethod
     def take(cls, task_pk: int) -> tuple[datetime | None, str]:
@@ -82,6 +89,13 @@ class ProgressEdit(models.Model):
                 ],
                 ignore_conflicts=True,
             )
+
+
+def _lost(due_at: datetime | None, now: datetime) -> bool:
+    """Whether a queued edit due at `due_at` should have run long ago: a job
+    not taken within its retry time after it was due is not coming."""
+    retry = float(settings.Q_CLUSTER.get("retry", 360))
+    return due_at is None or now > due_at + timedelta(seconds=retry)
 
 
 def min_seconds() -> float:
