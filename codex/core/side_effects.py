@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,7 +84,7 @@ def perform_once(
 
 
 @contextmanager
-def exclusive(key: str, *, family: str = "effect") -> Iterator[None]:
+def exclusive(key: str) -> Iterator[None]:
     """One caller at a time for `key` (PostgreSQL: a session advisory lock).
 
     Callers under a task's lease never meet, but some effects are not made
@@ -91,20 +92,28 @@ def exclusive(key: str, *, family: str = "effect") -> Iterator[None]:
     find no record done and nothing to look up yet, and both act. The lock
     is the session's, not a transaction's (the record must commit before the
     effect), and it goes with the session (or the process, for the file lock
-    of the embedded database) of a worker that dies.
-
-    `family`: a caller that holds one of these locks while perform_once takes
-    another names its own family: the embedded database's file locks are
-    striped, and a stripe shared with the inner key would wait on itself."""
+    of the embedded database) of a worker that dies. Locks nest (the
+    progress comment's job holds one while perform_once takes another)."""
     digest = hashlib.sha256(key.encode()).digest()
     if connection.vendor != "postgresql":
         # The embedded database lives on one machine: a file lock there.
         folder = Path(settings.VAR_DIR) / "locks"
         folder.mkdir(parents=True, exist_ok=True)
         # 256 stripes: a bounded set of files, rarely shared by two keys.
-        with open(folder / f"{family}-{digest[:1].hex()}.lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        stripe = folder / f"effect-{digest[:1].hex()}.lock"
+        held = _stripes_held()
+        if stripe in held:
+            # A nested lock on a stripe this thread holds: another flock of
+            # the same file would wait for ever on this thread's own.
             yield
+            return
+        with open(stripe, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            held.add(stripe)
+            try:
+                yield
+            finally:
+                held.discard(stripe)
         return
     lock = int.from_bytes(digest[:8], "big", signed=True)
     with connection.cursor() as cursor:
@@ -114,6 +123,16 @@ def exclusive(key: str, *, family: str = "effect") -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
+_held = threading.local()
+
+
+def _stripes_held() -> set[Path]:
+    """The embedded database's lock files this thread holds."""
+    if not hasattr(_held, "stripes"):
+        _held.stripes = set()
+    return _held.stripes
 
 
 def _perform_once(

@@ -135,7 +135,7 @@ def update_progress_comment(task_id: str) -> str:
         return "no issue to comment on"
     # One edit of a task's comment at a time: two at once could land in the
     # wrong order, the older text last.
-    with exclusive(f"progress-comment:{task_id}", family="progress"):
+    with exclusive(f"progress-comment:{task_id}"):
         return _update(task.pk)
 
 
