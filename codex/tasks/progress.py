@@ -130,19 +130,18 @@ def _post_once(task: Task, forge, key: str, marker: str, body: str) -> dict:
 def update_progress_comment(task_id: str) -> str:
     """The job: post or edit the task's progress comment (and post the plan
     when it waits for approval). Returns what it did."""
-    task = Task.objects.filter(task_id=task_id).only("pk", "issue_number").first()
-    if task is None or not task.issue_number:
-        return "no issue to comment on"
     # One edit of a task's comment at a time: two at once could land in the
     # wrong order, the older text last.
     with exclusive(f"progress-comment:{task_id}"):
-        return _update(task.pk)
+        return _update(task_id)
 
 
-def _update(task_pk: int) -> str:
+def _update(task_id: str) -> str:
     # Before the task is read: a change from now on queues the next edit.
-    edited_at, last_digest = ProgressEdit.take(task_pk)
-    task = Task.objects.select_related("repository").get(pk=task_pk)
+    edited_at, last_digest = ProgressEdit.take(task_id)
+    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    if task is None or not task.issue_number:
+        return "no issue to comment on"
     forge = get_forge(task.repository)
     repository, issue = task.repository, task.issue_number
     gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None

@@ -12,11 +12,12 @@ from django.utils import timezone
 
 class ProgressEdit(models.Model):
     """The progress comment's schedule for one task: at most one edit job is
-    queued at a time (`queued`), due CODEX_PROGRESS_MIN_SECONDS after the last
-    edit (`edited_at`), and every change made while it waits is carried by it.
+    queued at a time (`due_at`, when it is due; None when none is queued),
+    CODEX_PROGRESS_MIN_SECONDS after the last edit (`edited_at`), and every
+    change made while it waits is carried by it.
 
     A change takes this row's lock inside its own transaction (`request`);
-    the queued job clears `queued` before it reads the task (`take`), and
+    the queued job clears `due_at` before it reads the task (`take`), and
     that UPDATE waits for any change still holding the lock. So a change that
     found an edit queued is always read by it, and one that did not queues
     the next. A queued edit whose job never ran (`due_at` long past) does
@@ -30,10 +31,9 @@ class ProgressEdit(models.Model):
         primary_key=True,
         related_name="+",
     )
-    queued = models.BooleanField(default=False)
-    # When the queued edit is due: past it by a job's retry time, the job is
-    # taken to be lost (a Redis restart, a job given up before it ran) and
-    # the next change queues another.
+    # When the queued edit is due (None: none is queued). Past it by a job's
+    # retry time, the job is taken to be lost (a Redis restart, a job given
+    # up before it ran) and the next change queues another.
     due_at = models.DateTimeField(null=True, blank=True)
     edited_at = models.DateTimeField(null=True, blank=True)
     body_sha256 = models.CharField(max_length=64, blank=True)
@@ -47,30 +47,30 @@ class ProgressEdit(models.Model):
         queued already (it reads the task after this change commits); else
         the moment the edit to queue now is due, and the row says queued."""
         rows = cls.objects.filter(task_id=task_pk)
-        fields = ("queued", "due_at", "edited_at")
+        fields = ("due_at", "edited_at")
         state = rows.select_for_update().values_list(*fields).first()
         if state is None:
             # The first change of the task: the row, made by whichever of two
             # concurrent changes comes first, then locked like any other time.
             cls.objects.bulk_create([cls(task_id=task_pk)], ignore_conflicts=True)
             state = rows.select_for_update().values_list(*fields).first()
-        queued, due_at, edited_at = state
+        due_at, edited_at = state
         now = timezone.now()
-        if queued and not _lost(due_at, now):
+        if due_at is not None and not _lost(due_at, now):
             return None
         due = now
         if edited_at is not None:
             due = max(now, edited_at + timedelta(seconds=min_seconds()))
-        rows.update(queued=True, due_at=due)
+        rows.update(due_at=due)
         return due
 
     @classmethod
-    def take(cls, task_pk: int) -> tuple[datetime | None, str]:
+    def take(cls, task_id: str) -> tuple[datetime | None, str]:
         """The queued job, before it reads the task: the edit is no longer
         queued (the next change queues another). Returns when the comment was
         last edited and the digest of its text."""
-        rows = cls.objects.filter(task_id=task_pk)
-        rows.update(queued=False)
+        rows = cls.objects.filter(task__task_id=task_id)
+        rows.update(due_at=None)
         state = rows.values_list("edited_at", "body_sha256").first()
         return state if state is not None else (None, "")
 
@@ -91,11 +91,11 @@ class ProgressEdit(models.Model):
             )
 
 
-def _lost(due_at: datetime | None, now: datetime) -> bool:
+def _lost(due_at: datetime, now: datetime) -> bool:
     """Whether a queued edit due at `due_at` should have run long ago: a job
     not taken within its retry time after it was due is not coming."""
     retry = float(settings.Q_CLUSTER.get("retry", 360))
-    return due_at is None or now > due_at + timedelta(seconds=retry)
+    return now > due_at + timedelta(seconds=retry)
 
 
 def min_seconds() -> float:
