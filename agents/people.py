@@ -51,13 +51,11 @@ def _show(worktree: Path, commit: str, path: str) -> str | None:
     """`path` at `commit` (None when there is no such file or it cannot be
     read). A commit's files never change, so what is read is kept: every
     step of every task reads the same rules files at the same base commit
-    until main moves, and a file found missing by a `git ls-tree` that
-    answered stays missing. A failed read is not kept."""
+    until main moves, and a file the `git ls-tree` of repository_rules found
+    missing stays missing. A failed read is not kept."""
     key = (commit, path)
-    if key not in _FILES_AT:
-        _learn_which_exist(worktree, commit, [path])
-    if not _FILES_AT.get(key, True):
-        return None
+    if _FILES_AT.get(key) is False:
+        return None  # repository_rules' ls-tree found no such file
     if key in _TEXT_AT:
         return _TEXT_AT[key]
     try:
@@ -78,7 +76,7 @@ def _learn_which_exist(worktree: Path, commit: str, paths: list[str]) -> None:
             ["ls-tree", "--name-only", "-z", commit, "--", *unknown], worktree
         )
     except ClassifiedFailure:
-        return  # not known: each is read (and may fail) on its own
+        return  # not known: _show reads each (and may fail) on its own
     present = set(listed.split("\0"))
     for path in unknown:
         _keep(_FILES_AT, (commit, path), path in present)

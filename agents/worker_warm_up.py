@@ -15,14 +15,12 @@ from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from codex.repositories.forge import FORGES
+from codex.tasks.models.task import PROGRESS_JOB
 from integrations.anthropic.parsers import (
     load_http_transport,
     load_trace_propagators,
     prepare_response_parsers,
 )
-
-# Job modules outside the apps' jobs.py that the queue runs.
-JOB_MODULES = ("codex.tasks.progress",)
 
 # Any id of the right shape: reverse() only needs it to match the route.
 SAMPLE_TASK_ID = "FEAT-00000000-000000"
@@ -45,6 +43,5 @@ def prepare_worker() -> None:
     for app in apps.get_app_configs():
         with suppress(ModuleNotFoundError):
             import_module(f"{app.name}.jobs")
-    for module in JOB_MODULES:
-        import_module(module)
+    import_string(PROGRESS_JOB)  # the one job outside an app's jobs.py
     reverse("pages:task", args=[SAMPLE_TASK_ID])
