@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
+from codex.core.brokers import ClaimingORM
 from codex.core.cluster_recovery import ClusterKeeper
 from integrations.anthropic.parsers import prepare_response_parsers
 from tests.fresh_process import last_line_of
@@ -107,3 +110,16 @@ def test_the_workers_collect_none_of_the_heap_they_inherit():
     inherited = objects_a_forked_worker_collects("cold")
     assert inherited > 100_000  # the control: Django and the apps
     assert objects_a_forked_worker_collects("freeze") < inherited / 100
+
+
+@pytest.mark.django_db
+def test_a_starting_cluster_freezes_its_heap_after_the_warm_up(monkeypatch):
+    done: list[str] = []
+    monkeypatch.setattr(
+        ClusterKeeper, "_warm_up", staticmethod(lambda: done.append("warm-up"))
+    )
+    monkeypatch.setattr(
+        "codex.core.cluster_recovery.gc.freeze", lambda: done.append("freeze")
+    )
+    ClusterKeeper(ClaimingORM(), sentinel=None).start()
+    assert done == ["warm-up", "freeze"]
