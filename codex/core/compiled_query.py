@@ -14,9 +14,10 @@ one verified raises FastPathInvariantError when it is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from django.db import connections
+from django.db import connections, router
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 
@@ -25,8 +26,8 @@ from codex.core.django_internals import FastPathInvariantError
 
 class CompiledQuery:
     """A queryset of model instances (select_related and annotations allowed)
-    compiled once with `slot` standing for one parameter; `first(value)` runs
-    it with `value` there instead.
+    compiled once with `slots` standing for its parameters; `first(*values)`
+    runs it with `values` there instead, in the same order.
 
     Each run goes through a cursor of the queryset's database, so it is logged
     and counted like any other query; rows become instances as ModelIterable
@@ -34,14 +35,15 @@ class CompiledQuery:
     annotation columns. Build one per database (the SQL is the backend's).
     """
 
-    def __init__(self, queryset: QuerySet, slot: Any) -> None:
+    def __init__(self, queryset: QuerySet, *slots: Any) -> None:
         using = queryset.db
         compiler = queryset.query.get_compiler(using=using)
         self.sql, params = compiler.as_sql()
         self.params = list(params)
-        if self.params.count(slot) != 1:
-            raise ValueError(f"{slot!r} must be exactly one parameter of the query")
-        self.slot = self.params.index(slot)
+        for slot in slots:
+            if self.params.count(slot) != 1:
+                raise ValueError(f"{slot!r} must be exactly one parameter of the query")
+        self.slots = [self.params.index(slot) for slot in slots]
         self.using = using
         self.compiler = compiler
         select, klass_info = compiler.select, compiler.klass_info
@@ -55,10 +57,13 @@ class CompiledQuery:
         self.related_populators = get_related_populators(klass_info, select, using)
         self.annotation_col_map = compiler.annotation_col_map
 
-    def first(self, value: Any) -> Model | None:
-        """The first row's instance with `value` in the slot, or None."""
+    def first(self, *values: Any) -> Model | None:
+        """The first row's instance with `values` in the slots, or None."""
+        if len(values) != len(self.slots):
+            raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
         params = list(self.params)
-        params[self.slot] = value
+        for slot, value in zip(self.slots, values, strict=True):
+            params[slot] = value
         with connections[self.using].cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchmany(1)
@@ -101,7 +106,9 @@ def check_compiled_shape(sql: str, klass_info: Any, queryset: QuerySet) -> None:
 _CACHE: dict[tuple, CompiledQuery] = {}
 
 
-def compiled(name: str, using: str, build) -> CompiledQuery:
+def compiled(
+    name: str, using: str, build: Callable[[], CompiledQuery]
+) -> CompiledQuery:
     """The CompiledQuery `name` on database `using`, built by `build()` (a
     CompiledQuery of a queryset on `using`) the first time it is asked for."""
     key = (name, using, connections[using].vendor)
@@ -109,3 +116,35 @@ def compiled(name: str, using: str, build) -> CompiledQuery:
     if query is None:
         query = _CACHE[key] = build()
     return query
+
+
+def first_row(
+    model: type[Model], name: str, build: Callable[..., QuerySet], *values: Any
+) -> Model | None:
+    """The first row of `build(*slots)`, a queryset of `model` filtering on one
+    slot per value, run with `values` in the slots: the hot lookups of a
+    worker's step, compiled once per process and database under `name` (which
+    must name one query shape).
+
+    A slot is a stand-in of its value's type that no query holds otherwise:
+    a negative integer for an int (ids), a bracketed label for a str. Give a
+    queryset its ordering and limit ([:1]); without one the row is the
+    database's pick.
+    """
+    for value in values:
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            # None would compare as "= NULL" (no row) where the ORM says IS NULL.
+            raise TypeError(f"a slot holds an int or a str, not {value!r}")
+    using = router.db_for_read(model)
+
+    def build_query() -> CompiledQuery:
+        slots = [_slot(value, index) for index, value in enumerate(values)]
+        return CompiledQuery(build(*slots).using(using), *slots)
+
+    return compiled(name, using, build_query).first(*values)
+
+
+def _slot(value: int | str, index: int) -> int | str:
+    if isinstance(value, int):
+        return -987_654_000 - index
+    return f"<compiled query slot {index}>"
