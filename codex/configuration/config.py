@@ -14,6 +14,7 @@ from django.conf import settings
 
 from codex.configuration.models import Setting
 from codex.configuration.registry import config_key
+from codex.core.compiled_query import first_row
 
 _UNSET = object()
 
@@ -33,13 +34,25 @@ def get_config(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
     naming where the value came from, for one that does not parse.
     """
     entry = config_key(key)
-    setting = Setting.objects.filter(key=key).first()
+    setting = stored_setting(key)
     if setting is not None:
         return entry.parse(setting.plaintext(), origin="the database")
     raw = _environment_value(entry.env_var, environ)
     if raw is not None:
         return entry.parse(raw, origin=f"environment variable {entry.env_var}")
     return entry.default
+
+
+def stored_setting(key: str) -> Setting | None:
+    """The database row of `key`, if saved: read by every step, for every
+    policy it applies, so the query is compiled once (codex.core.compiled_query;
+    key is unique)."""
+    return first_row(
+        Setting,
+        "setting-by-key",
+        lambda key: Setting.objects.filter(key=key).order_by()[:1],
+        key,
+    )
 
 
 def _environment_value(name: str, environ: Mapping[str, str] | None) -> str | None:

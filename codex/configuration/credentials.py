@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from codex.configuration.models.credential import ActiveCredential
+from codex.core.compiled_query import first_row
 
 # The configuration key whose stored secret is a source's first credential.
 CREDENTIAL_KEYS = {"github": "github.token", "claude": "anthropic.api_key"}
@@ -40,7 +41,13 @@ def current_credential(source: str) -> str | None:
     keys = configured_credentials(source)
     if not keys:
         return None
-    row = ActiveCredential.objects.filter(source=source).first()
+    # Every model request's client asks: compiled once (source is unique).
+    row = first_row(
+        ActiveCredential,
+        "active-credential",
+        lambda source: ActiveCredential.objects.filter(source=source).order_by()[:1],
+        source,
+    )
     return keys[(row.index if row else 0) % len(keys)]
 
 

@@ -42,6 +42,7 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
+from codex.core.compiled_query import first_row
 from codex.core.models import SideEffect, SideEffectStatus
 
 Result = dict[str, Any]
@@ -143,7 +144,13 @@ def _perform_once(
     task,
     kind: str,
 ) -> Result:
-    record = SideEffect.objects.filter(key=key).first()
+    # Compiled once: every step makes side effects (key is unique).
+    record = first_row(
+        SideEffect,
+        "side-effect-by-key",
+        lambda key: SideEffect.objects.filter(key=key).order_by()[:1],
+        key,
+    )
     if record is None:
         # The first attempt: recorded as started in one statement, committed
         # on its own (autocommit) before the effect. No other caller can

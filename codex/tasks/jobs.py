@@ -72,7 +72,7 @@ def advance_task(task_id: str) -> str:
 
 
 def _advance_task(task_id: str, holder: str) -> str:
-    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    task = Task.objects.with_repository(task_id)
     if task is None:
         logger.warning("advance_task: no task %s", task_id)
         return "missing"
@@ -287,7 +287,7 @@ def clean_up_task(task_id: str) -> dict[str, int]:
     from codex.claims.models import ClaimState, IssueClaim
     from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
 
-    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    task = Task.objects.with_repository(task_id)
     if task is None or task.status not in CLAIM_OUTCOME:
         return {}
     by = "system:cleanup"

@@ -139,7 +139,7 @@ def update_progress_comment(task_id: str) -> str:
 def _update(task_id: str) -> str:
     # Before the task is read: a change from now on queues the next edit.
     edited_at, last_digest = ProgressEdit.take(task_id)
-    task = Task.objects.select_related("repository").filter(task_id=task_id).first()
+    task = Task.objects.with_repository(task_id)
     if task is None or not task.issue_number:
         return "no issue to comment on"
     forge = get_forge(task.repository)
