@@ -28,6 +28,7 @@ from django.db import models, router, transaction
 from django.utils import timezone
 
 from codex.core import statements
+from codex.core.compiled_query import first_row
 from codex.core.django_internals import FastPathInvariantError
 from codex.core.leases import LeaseMethods
 from codex.core.leases import lease_is_free as lease_is_free  # re-export
@@ -200,6 +201,7 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
         # django-fsm's FSMModelMixin un-protects state fields class-wide while it
         # refreshes, which races between threads. A protected field may be set
         # once per instance: forget this instance's values, then load them.
+        whole = fields is None and not kwargs and not self.get_deferred_fields()
         names = fields or [field.attname for field in self._meta.concrete_fields]
         forgotten = {
             field.attname: self.__dict__.pop(field.attname)
@@ -209,7 +211,8 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
             and field.attname in self.__dict__
         }
         try:
-            super().refresh_from_db(using=using, fields=list(names), **kwargs)
+            if not (whole and self._refresh_compiled(using)):
+                super().refresh_from_db(using=using, fields=list(names), **kwargs)
         finally:
             for name, value in forgotten.items():  # only those not re-read
                 self.__dict__.setdefault(name, value)
@@ -220,6 +223,41 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
         for name in fields:
             if name in self._loaded_values:
                 self._loaded_values[name] = self.__dict__.get(name)
+
+    def _refresh_compiled(self, using: str | None) -> bool:
+        """A whole refresh by primary key through a query compiled once per
+        model (codex.core.compiled_query): the steps re-read their rows often,
+        and compiling the read cost more than running it. Sets what Django's
+        refresh_from_db(fields=None) sets, for an instance with no deferred
+        field. False (nothing done) where that query does not fit: another
+        database, no key."""
+        model = type(self)
+        using = using or self._state.db or router.db_for_read(model)
+        if using != router.db_for_read(model) or not isinstance(self.pk, (int, str)):
+            return False
+        fresh = first_row(
+            model,
+            f"refresh:{model._meta.label}",
+            lambda pk: model._base_manager.filter(pk=pk).order_by()[:1],
+            self.pk,
+        )
+        if fresh is None:
+            raise model.DoesNotExist(
+                f"{model._meta.object_name} matching query does not exist."
+            )
+        self._prefetched_objects_cache = {}
+        for field in self._meta.concrete_fields:
+            setattr(self, field.attname, fresh.__dict__[field.attname])
+            if field.is_relation and field.is_cached(self):
+                field.delete_cached_value(self)
+        for relation in self._meta.related_objects:
+            if relation.is_cached(self):
+                relation.delete_cached_value(self)
+        for field in self._meta.private_fields:
+            if field.is_relation and field.is_cached(self):
+                field.delete_cached_value(self)
+        self._state.db = fresh._state.db
+        return True
 
     # -- saving ----------------------------------------------------------------
 
