@@ -53,6 +53,7 @@ from django.db import transaction
 from django_fsm import TransitionNotAllowed
 
 from agents.domain_tools import role_of
+from codex.core.compiled_query import first_row
 from codex.core.models import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
@@ -61,6 +62,7 @@ from codex.fleet.models import (
     InstanceStatus,
     InstanceType,
     RelationshipType,
+    step_run,
 )
 from codex.fleet.reviews import record_review_verdict, spawn_review
 from codex.tasks.models import Role
@@ -92,17 +94,27 @@ def instance_role(phase: str) -> str:
 
 
 def current_instance(task: Task, role: str) -> AgentInstance | None:
-    """The task's instance of `role` not terminated, newest first."""
-    return (
-        AgentInstance.objects.running()
-        .filter(task=task, role=role)
-        .order_by("-created_at", "-id")
-        .first()
+    """The task's instance of `role` not terminated, newest first (every step
+    asks: compiled once, codex.core.compiled_query)."""
+    return first_row(
+        AgentInstance,
+        "current-instance",
+        lambda task_id, role: (
+            AgentInstance.objects.running()
+            .filter(task_id=task_id, role=role)
+            .order_by("-created_at", "-id")[:1]
+        ),
+        task.pk,
+        role,
     )
 
 
 def running_run(task: Task) -> AgentRun | None:
-    """The task's running agent run (advance_task begins one per step)."""
+    """The task's running agent run: the step's own (advance_task begins one
+    per step and names it, AgentRun.step_run), else the newest running one."""
+    run = step_run()
+    if run is not None and run.task_id == task.pk:
+        return run
     return (
         AgentRun.objects.running()
         .filter(task=task)
@@ -119,23 +131,33 @@ def begin_phase_instance(
     module describes). Links the task's running AgentRun to it and stamps this
     process on it."""
     role = instance_role(task.phase)
+    run = running_run(task)
+    process = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "session_name": run.session_id if run is not None else "",
+    }
     instance = current_instance(task, role)
     if instance is None:
-        instance = _start(task, role, worktree, branch, system_prompt)
-    run = running_run(task)
+        # Started with its process: no UPDATE to attach it afterwards.
+        process = AgentInstance.process_values(**process)
+        instance = _start(task, role, worktree, branch, system_prompt, process)
+    else:
+        instance.attach_process(**process)
     if run is not None and run.instance_id is None:
         # Not state: no version bump (the worker holds the run object).
         AgentRun._base_manager.filter(pk=run.pk).update(instance=instance)
-    instance.attach_process(
-        pid=os.getpid(),
-        host=socket.gethostname(),
-        session_name=run.session_id if run is not None else "",
-    )
+        run.instance_id = instance.pk
     return instance
 
 
 def _start(
-    task: Task, role: str, worktree: str, branch: str, system_prompt: str
+    task: Task,
+    role: str,
+    worktree: str,
+    branch: str,
+    system_prompt: str,
+    process: dict,
 ) -> AgentInstance:
     type_ = INSTANCE_TYPES[role]
     fields = {
@@ -147,6 +169,7 @@ def _start(
         "base_branch": task.repository.default_branch,
         "system_prompt": system_prompt,
         "by": ACTOR,
+        **process,
     }
     issue = task.issue_number
     if type_ == InstanceType.PLANNING:

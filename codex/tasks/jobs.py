@@ -25,7 +25,7 @@ from codex.core.database import (
 from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit, job_handed_back
-from codex.fleet.models import AgentRun
+from codex.fleet.models import AgentRun, running_step
 from codex.tasks.models import Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
 from codex.tasks.runners import PhaseResult, get_phase_runner
@@ -103,7 +103,7 @@ def _advance_task(task_id: str, holder: str) -> str:
             session_id=f"{task.task_id}:{phase}:{uuid.uuid4().hex[:8]}",
             task=task,
         )
-        with Heartbeat(task, holder, run):
+        with Heartbeat(task, holder, run), running_step(run):
             result = _run_phase(task, task_id)
         with transaction.atomic():
             apply_result(task, result, by=holder)

@@ -19,7 +19,7 @@ from codex.fleet.models.instance_queryset import (
     ParallelLimitReached,
 )
 from codex.fleet.models.relationship import InstanceRelationship
-from codex.fleet.models.run import AgentRun, new_session_id
+from codex.fleet.models.run import AgentRun, new_session_id, running_step, step_run
 
 __all__ = [
     "INSTANCE_ID_PATTERN",
@@ -36,5 +36,7 @@ __all__ = [
     "RunStatus",
     "new_instance_id",
     "new_session_id",
+    "running_step",
+    "step_run",
     "parse_instance_id",
 ]

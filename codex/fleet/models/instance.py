@@ -261,17 +261,26 @@ class AgentInstance(LoggedStateModel):
 
     # -- liveness (not state: no version bump, never a VersionConflict) ---------
 
-    def attach_process(self, *, pid: int, host: str, session_name: str = "") -> None:
-        """Record the process now running this instance, and when it started."""
+    @staticmethod
+    def process_values(*, pid: int, host: str, session_name: str = "") -> dict:
+        """The fields attach_process writes, for a new instance: give them to
+        AgentInstance.objects.start and the process is attached in the INSERT."""
         now = timezone.now()
-        values = {
+        return {
             "process_id": pid,
             "process_host": host,
-            "session_name": session_name or self.session_name,
-            "started_at": self.started_at or now,
+            "session_name": session_name,
+            "started_at": now,
             "heartbeat_at": now,
             "last_activity": now,
         }
+
+    def attach_process(self, *, pid: int, host: str, session_name: str = "") -> None:
+        """Record the process now running this instance, and when it started."""
+        values = self.process_values(
+            pid=pid, host=host, session_name=session_name or self.session_name
+        )
+        values["started_at"] = self.started_at or values["started_at"]
         type(self)._base_manager.filter(pk=self.pk).update(**values)
         for name, value in values.items():
             setattr(self, name, value)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -31,6 +34,26 @@ _OUTCOME_TENTHS = round(1 / OUTCOME_SCORE_THRESHOLD)
 def new_session_id(slot: int = 1) -> str:
     """`session_<YYYYMMDD>_<HHMMSS>_<slot>`, the form imported session logs use."""
     return f"{timezone.now():{SESSION_ID_FORMAT}}_{slot}"
+
+
+# The agent run of the step this thread is running (advance_task names it for
+# its runner), so the step's bookkeeping need not look it up again.
+_STEP_RUN: ContextVar[AgentRun | None] = ContextVar("step_run", default=None)
+
+
+@contextmanager
+def running_step(run: AgentRun) -> Iterator[AgentRun]:
+    """Name `run` as this thread's step run while the block runs."""
+    token = _STEP_RUN.set(run)
+    try:
+        yield run
+    finally:
+        _STEP_RUN.reset(token)
+
+
+def step_run() -> AgentRun | None:
+    """The run `running_step` names here now, if any."""
+    return _STEP_RUN.get()
 
 
 class Spend(NamedTuple):
