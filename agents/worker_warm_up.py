@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from codex.repositories.forge import FORGES
 from codex.tasks.models.task import PROGRESS_JOB
+from integrations.anthropic.client import tls_context
 from integrations.anthropic.parsers import (
     load_http_transport,
     load_trace_propagators,
@@ -27,15 +28,17 @@ SAMPLE_TASK_ID = "FEAT-00000000-000000"
 
 
 def prepare_worker() -> None:
-    """Build the model SDK's response parsers, import what its first request
-    imports (the trace propagators, the HTTP transport), the forges, the job
-    modules, and load the URL configuration (a step's progress comment links
-    to the task page; the first reverse() of a process imports every view
-    module). Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, as in
-    the Docker image), a module first imported by a worker is compiled from
-    source in each worker. The phase runner itself is imported by the cluster
-    keeper (CODEX_PHASE_RUNNER) just before."""
+    """Build the model SDK's response parsers and TLS context, import what
+    its first request imports (the trace propagators, the HTTP transport),
+    the forges, the job modules, and load the URL configuration (a step's
+    progress comment links to the task page; the first reverse() of a process
+    imports every view module). Where Python writes no bytecode
+    (PYTHONDONTWRITEBYTECODE, as in the Docker image), a module first
+    imported by a worker is compiled from source in each worker. The phase
+    runner itself is imported by the cluster keeper (CODEX_PHASE_RUNNER) just
+    before."""
     prepare_response_parsers()
+    tls_context()
     load_trace_propagators()
     load_http_transport()
     for path in FORGES.values():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import ssl
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 import anthropic
+import httpx2
 from django.conf import settings
 
 from codex.core.errors import (
@@ -243,8 +245,24 @@ def _new_sdk(
         base_url=base_url or None,
         timeout=timeout,
         max_retries=max_retries,
-        http_client=http_client,
+        http_client=http_client or anthropic.DefaultHttpxClient(verify=tls_context()),
     )
+
+
+_tls: list[ssl.SSLContext] = []
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context this process's SDK clients verify the API with: the
+    HTTP client's default (the system's CA bundle, or SSL_CERT_FILE), made
+    once. Loading the bundle is most of making a client (about 0.2 s of CPU on
+    a slow machine); the cluster's sentinel makes it before it forks the
+    workers (agents.worker_warm_up), so each worker inherits it rather than
+    load the bundle itself. A context holds no connection: sharing it across
+    a fork is safe, unlike a client."""
+    if not _tls:
+        _tls.append(httpx2.create_ssl_context())
+    return _tls[0]
 
 
 _shared: dict[tuple, anthropic.Anthropic] = {}

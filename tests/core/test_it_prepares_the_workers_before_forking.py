@@ -81,6 +81,39 @@ def test_the_workers_inherit_what_a_first_step_would_import():
     assert after == list(FIRST_STEP_IMPORTS)
 
 
+# How many times a forked worker loads the CA bundle while it makes two model
+# SDK clients, with (`warm`) or without the sentinel's warm-up before the fork.
+TLS_SCRIPT = """
+import os, ssl, sys
+import django
+django.setup()
+loads = []
+original = ssl.SSLContext.load_verify_locations
+def counting(self, *args, **kwargs):
+    loads.append(1)
+    return original(self, *args, **kwargs)
+ssl.SSLContext.load_verify_locations = counting
+if sys.argv[1] == "warm":
+    from agents.worker_warm_up import prepare_worker
+    prepare_worker()
+read, write = os.pipe()
+if os.fork() == 0:
+    loads.clear()
+    from integrations.anthropic.client import _new_sdk
+    for key in ("first", "second"):
+        _new_sdk(key, "http://127.0.0.1:9", 5.0, 0).close()
+    os.write(write, str(len(loads)).encode())
+    os._exit(0)
+os.wait()
+print(os.read(read, 64).decode())
+"""
+
+
+def test_the_workers_inherit_the_tls_context():
+    assert int(last_line_of(TLS_SCRIPT, "cold")) == 1  # once per process
+    assert int(last_line_of(TLS_SCRIPT, "warm")) == 0
+
+
 # A forked worker's full collection, with (`freeze`) or without the sentinel
 # freezing its heap first: how many objects the collector walks in the worker.
 FORK_SCRIPT = """
