@@ -43,8 +43,9 @@ import sys
 import uuid
 from typing import Any
 
+import psycopg
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
@@ -56,6 +57,8 @@ from django_q.signing import SignedPackage
 
 logger = logging.getLogger(__name__)
 
+# Notified when a job is queued or handed back (core migration 0006).
+JOBS_CHANNEL = "codex_jobs"
 # How often a job was handed back because its worker died running it.
 REDELIVERIES = "codex_redeliveries"
 # Records a job given up and blocks its task; by path, as the core knows no tasks.
@@ -192,7 +195,6 @@ class ClaimingORM(ClaimingBroker, ORM):
     def dequeue(self) -> list[tuple[int, Any]] | None:
         """django-q2's dequeue, with the taken row claimed by this cluster in
         the same UPDATE that locks it."""
-        from time import sleep
 
         # One get_connection() per poll: each call marks the connection for a
         # health check, a `SELECT 1` before the next statement.
@@ -206,8 +208,42 @@ class ClaimingORM(ClaimingBroker, ORM):
                 taken.append((row.pk, row.payload))
         if taken:
             return taken
-        sleep(Conf.POLL)
+        self.wait_for_jobs()
         return None
+
+    def wait_for_jobs(self) -> None:
+        """After a poll that found nothing: on PostgreSQL, until a job is
+        queued or handed back (the `codex_jobs` notification, core migration
+        0006), at most CODEX_QUEUE_IDLE_SECONDS (jobs held back until a time,
+        and redeliveries, notify nobody: the next look finds them); elsewhere
+        Conf.POLL. An idle pusher so looks once a second instead of five
+        times, and a job queued meanwhile starts at once instead of at the
+        next look."""
+        from time import sleep
+
+        connection = connections[Conf.ORM]
+        if connection.vendor != "postgresql":
+            sleep(Conf.POLL)
+            return
+        try:
+            raw = self._listening(connection)
+            for _ in raw.notifies(timeout=settings.CODEX_QUEUE_IDLE_SECONDS):
+                break  # one is enough: any queued job ends the wait
+        except (DatabaseError, psycopg.Error):
+            # The connection went away: the next poll's check reconnects it.
+            logger.warning("could not wait for queued jobs", exc_info=True)
+            sleep(Conf.POLL)
+
+    def _listening(self, connection: Any) -> Any:
+        """The broker connection's psycopg connection, listening on
+        `codex_jobs` (again, if Django replaced it since)."""
+        connection.ensure_connection()
+        raw = connection.connection
+        if raw is not getattr(self, "_listening_on", None):
+            with connection.cursor() as cursor:
+                cursor.execute(f"LISTEN {JOBS_CHANNEL}")
+            self._listening_on = raw
+        return raw
 
     def acknowledge(self, task_id: Any) -> None:
         # Only while it is ours: a job handed back is someone else's now.

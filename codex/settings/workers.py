@@ -69,6 +69,10 @@ CODEX_STOP_GRACE_SECONDS = env_int("CODEX_STOP_GRACE_SECONDS", 10, minimum=0)
 # A job whose worker died running it (its cluster lived on) is handed back at
 # most this many times; then it is given up and its task blocked with why.
 CODEX_JOB_REDELIVERIES = env_int("CODEX_JOB_REDELIVERIES", 3, minimum=0)
+# On PostgreSQL an idle cluster waits for a queued job's notification and looks
+# at the queue anyway this often (jobs held back until a time notify nobody);
+# on SQLite it looks every Q_CLUSTER poll (0.2 s).
+CODEX_QUEUE_IDLE_SECONDS = env_int("CODEX_QUEUE_IDLE_SECONDS", 1, minimum=1)
 if CODEX_CLUSTER_BEAT_SECONDS * 3 > CODEX_CLUSTER_STALE_SECONDS:
     raise ImproperlyConfigured(
         f"CODEX_CLUSTER_STALE_SECONDS ({CODEX_CLUSTER_STALE_SECONDS}) must be at "

@@ -1,0 +1,46 @@
+"""On PostgreSQL, a job that becomes waiting in the ORM broker's queue (a new
+row, or one handed back: its key without a cluster's claim) notifies the
+`codex_jobs` channel, so an idle pusher wakes at once instead of polling
+(codex.core.brokers.ClaimingORM). A notification sent inside a transaction is
+delivered when it commits, with the job. Nothing on other databases."""
+
+from django.db import migrations
+
+CHANNEL = "codex_jobs"
+
+CREATE = f"""
+CREATE OR REPLACE FUNCTION codex_job_queued() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{CHANNEL}', '');
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS codex_job_queued ON django_q_ormq;
+CREATE TRIGGER codex_job_queued
+AFTER INSERT OR UPDATE OF key ON django_q_ormq
+FOR EACH ROW WHEN (strpos(NEW.key, '@') = 0)
+EXECUTE FUNCTION codex_job_queued();
+"""
+
+DROP = """
+DROP TRIGGER IF EXISTS codex_job_queued ON django_q_ormq;
+DROP FUNCTION IF EXISTS codex_job_queued();
+"""
+
+
+def on_postgresql(sql: str):
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("core", "0005_idempotencyrecord"),
+        ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
+    ]
+
+    operations = [migrations.RunPython(on_postgresql(CREATE), on_postgresql(DROP))]
