@@ -197,6 +197,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
         )
         requests = len(pipeline.stub.requests)
         completed = Task.objects.filter(task_id__in=ids, status="completed").count()
+        unfinished = _why_unfinished(ids)
         spend = spend_per_merged_pr(ids)
     ended = max(e for _, _, e in runs if e is not None).timestamp()
     makespan = ended - start
@@ -209,6 +210,7 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
         "tasks": tasks,
         "completed": completed,
         "statuses": dict(counts),
+        "unfinished": unfinished,
         "makespan": makespan,
         "per_minute": completed / makespan * 60,
         "steps": len(runs),
@@ -240,11 +242,27 @@ def _one(workers: int, tasks: int, root: Path) -> dict:
     }
 
 
+def _why_unfinished(ids: list[str]) -> list[str]:
+    """For each task that did not complete: its status, phase and the reason
+    of its last event (an escalation's question, a block's cause)."""
+    from codex.events.models import Event
+    from codex.tasks.models import Task
+
+    why = []
+    for task in Task.objects.filter(task_id__in=ids).exclude(status="completed"):
+        last = Event.objects.filter(task=task).order_by("-id").first()
+        reason = last.reason if last is not None else ""
+        why.append(f"{task.task_id} {task.status} at {task.phase}: {reason}"[:400])
+    return why
+
+
 def _describe(r: dict) -> str:
     phases = ", ".join(f"{p[:5]} {s:.1f}" for p, s in r["phase_seconds"].items())
     return (
         f"{r['workers']}w: {r['completed']}/{r['tasks']} completed in "
-        f"{r['makespan']:.1f} s ({r['statuses']}), {r['model_requests']} model "
+        f"{r['makespan']:.1f} s ({r['statuses']}"
+        + "".join(f"; {why}" for why in r.get("unfinished", []))
+        + f"), {r['model_requests']} model "
         f"requests; mean step s: {phases}; cluster CPU "
         f"{r['cpu_seconds_per_task']:.2f} s/task; CPU s per task: "
         + ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_split"].items())

@@ -55,7 +55,23 @@ def machine() -> dict:
         "nproc": os.cpu_count(),
         "memory_gb": round(mem_kb / 1024 / 1024, 1),
         "cpu": cpu,
+        "python_loop_cpu_s": python_loop_cpu(),
     }
+
+
+def python_loop_cpu(rounds: int = 3) -> float:
+    """CPU seconds of one fixed pure-Python loop (the best of `rounds`): how
+    fast this machine runs Python, so that CPU figures from reports made on
+    different machines can be compared (machines here have differed by 2.5x
+    for the same code)."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        total = 0
+        for i in range(5_000_000):
+            total += i
+        best = min(best, time.process_time() - start)
+    return round(best, 3)
 
 
 def versions() -> dict:
@@ -84,7 +100,13 @@ def markdown(report: dict) -> str:
         "# Codex benchmarks",
         "",
         f"Mode: **{report['mode']}**, {report['started_at']}, {report['seconds']} s.",
-        f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM.",
+        f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM"
+        + (
+            f"; a fixed Python loop takes {m['python_loop_cpu_s']} CPU s here "
+            "(compare CPU figures across machines by it)."
+            if m.get("python_loop_cpu_s")
+            else "."
+        ),
         f"Versions: Python {v['python']}, Django {v['django']}, "
         f"PostgreSQL {v['postgresql']}.",
         "",
