@@ -11,17 +11,17 @@ from django.test.utils import CaptureQueriesContext
 
 from codex.fleet.models import AgentInstance, AgentRun
 from codex.tasks.models import Task
-from tests.factories import make_repository, make_task, put_in_state
+from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db
 
 
 def test_it_reads_what_someone_else_wrote_in_one_statement():
-    task = make_task(title="Before")
-    Task._base_manager.filter(pk=task.pk).update(title="After", version=9)
+    task = make_task()
+    Task._base_manager.filter(pk=task.pk).update(branch="codex/after", version=9)
     with CaptureQueriesContext(connection) as captured:
         task.refresh_from_db()
-    assert (task.title, task.version) == ("After", 9)
+    assert (task.branch, task.version) == ("codex/after", 9)
     assert len(captured.captured_queries) == 1
     assert captured.captured_queries[0]["sql"].lstrip().upper().startswith("SELECT")
 
@@ -57,13 +57,13 @@ def test_a_state_field_changed_elsewhere_is_read_too():
 
 
 def test_a_changed_foreign_key_drops_the_cached_object():
-    task = make_task()
-    assert task.repository is not None  # cached
-    other = make_repository()
-    Task._base_manager.filter(pk=task.pk).update(repository=other)
-    task.refresh_from_db()
-    assert task.repository_id == other.pk
-    assert task.repository == other
+    run = AgentRun.objects.begin(by="worker:test", task=make_task(), session_id="s-4")
+    assert run.task is not None  # cached
+    other = make_task()
+    AgentRun._base_manager.filter(pk=run.pk).update(task=other)
+    run.refresh_from_db()
+    assert run.task_id == other.pk
+    assert run.task == other
 
 
 def test_cached_reverse_relations_are_dropped():
@@ -105,11 +105,14 @@ def test_a_deleted_row_raises_does_not_exist():
 
 
 def test_deferred_and_partial_refreshes_keep_djangos_way():
-    task = make_task(title="Stored", description="Described")
-    Task._base_manager.filter(pk=task.pk).update(title="New", description="Changed")
-    deferred = Task.objects.only("id", "title", "version").get(pk=task.pk)
+    task = make_task()
+    put_in_state(task, branch="codex/stored", pr_url="https://x/pull/1")
+    Task._base_manager.filter(pk=task.pk).update(
+        branch="codex/new", pr_url="https://x/pull/2"
+    )
+    deferred = Task.objects.only("id", "branch", "version").get(pk=task.pk)
     deferred.refresh_from_db()
-    assert (deferred.title, deferred.description) == ("New", "Changed")
+    assert (deferred.branch, deferred.pr_url) == ("codex/new", "https://x/pull/2")
 
-    task.refresh_from_db(fields=["title"])
-    assert (task.title, task.description) == ("New", "Described")
+    task.refresh_from_db(fields=["branch"])
+    assert (task.branch, task.pr_url) == ("codex/new", "https://x/pull/1")
