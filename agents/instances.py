@@ -217,6 +217,7 @@ def _start(
                 role=role,
                 system_prompt=system_prompt,
                 base_branch=task.repository.default_branch,
+                **process,
             )
         except (TransitionNotAllowed, VersionConflict) as exc:
             coding.refresh_from_db()

@@ -55,6 +55,28 @@ def test_a_new_instance_is_inserted_with_its_process(task):
     assert run.instance_id == instance.pk
 
 
+@pytest.mark.parametrize("phase", ["verification", "review"])
+def test_an_instance_after_the_coding_one_is_inserted_with_its_process(task, phase):
+    coding = begin(task)
+    put_in_state(task, phase=phase)
+    run = AgentRun.objects.begin(by="worker:test", task=task, session_id="s-9")
+    with running_step(run), CaptureQueriesContext(connection) as captured:
+        instance = begin(task)
+
+    stored = AgentInstance.objects.get(pk=instance.pk)
+    assert stored.parent_id == coding.pk  # verifies or reviews the coding one
+    assert (stored.process_id, stored.process_host) == (
+        os.getpid(),
+        socket.gethostname(),
+    )
+    assert stored.session_name == run.session_id
+    assert stored.started_at is not None
+    # The coding instance's review request is the only instance UPDATE.
+    updates = statements(captured, "UPDATE", "fleet_agentinstance")
+    updates += statements(captured, "WITH", "fleet_agentinstance")
+    assert all(f'"id" = {instance.pk}' not in sql for sql in updates)
+
+
 def test_a_reused_instance_is_stamped_with_the_new_process(task):
     first = begin(task)
     AgentInstance.objects.filter(pk=first.pk).update(
