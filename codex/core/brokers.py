@@ -199,6 +199,8 @@ class ClaimingORM(ClaimingBroker, ORM):
         # One get_connection() per poll: each call marks the connection for a
         # health check, a `SELECT 1` before the next statement.
         queue = self.get_connection()
+        # Listening before the look: a job queued after it ends the wait.
+        listening = self._listen_for_jobs()
         rows = queue.filter(key=self.list_key, lock__lt=timezone.now())
         taken = []
         for row in rows.order_by("id")[: Conf.BULK]:
@@ -208,31 +210,48 @@ class ClaimingORM(ClaimingBroker, ORM):
                 taken.append((row.pk, row.payload))
         if taken:
             return taken
-        self.wait_for_jobs()
+        self.wait_for_jobs(listening)
         return None
 
-    def wait_for_jobs(self) -> None:
+    def wait_for_jobs(self, listening: Any = None) -> None:
         """After a poll that found nothing: on PostgreSQL, until a job is
         queued or handed back (the `codex_jobs` notification, core migration
         0006), at most CODEX_QUEUE_IDLE_SECONDS (jobs held back until a time,
         and redeliveries, notify nobody: the next look finds them); elsewhere
         Conf.POLL. An idle pusher so looks once a second instead of five
         times, and a job queued meanwhile starts at once instead of at the
-        next look."""
+        next look. `listening`: what _listen_for_jobs gave before the look."""
         from time import sleep
 
-        connection = connections[Conf.ORM]
-        if connection.vendor != "postgresql":
+        raw = listening or self._listen_for_jobs()
+        if raw is None:
             sleep(Conf.POLL)
             return
         try:
-            raw = self._listening(connection)
             for _ in raw.notifies(timeout=settings.CODEX_QUEUE_IDLE_SECONDS):
                 break  # one is enough: any queued job ends the wait
+            # The others came while the pusher was busy (each job queued
+            # meanwhile sent one): the next look finds their jobs, and left
+            # here each would end a later wait for nothing.
+            for _ in raw.notifies(timeout=0):
+                pass
         except (DatabaseError, psycopg.Error):
             # The connection went away: the next poll's check reconnects it.
             logger.warning("could not wait for queued jobs", exc_info=True)
             sleep(Conf.POLL)
+
+    def _listen_for_jobs(self) -> Any:
+        """The broker's psycopg connection, listening on `codex_jobs`; None on
+        another database, or inside a transaction (a LISTEN there takes
+        effect only at its commit: the tests' transactions roll back)."""
+        connection = connections[Conf.ORM]
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            return None
+        try:
+            return self._listening(connection)
+        except (DatabaseError, psycopg.Error):
+            logger.warning("could not listen for queued jobs", exc_info=True)
+            return None
 
     def _listening(self, connection: Any) -> Any:
         """The broker connection's psycopg connection, listening on

@@ -11,7 +11,7 @@ import time
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django_q.models import OrmQ
 
 from codex.core.brokers import ClaimingORM
@@ -102,6 +102,50 @@ def test_it_listens_again_on_a_new_connection(settings):
     thread = after(0.5, queue_a_job)
     assert waited(broker) < IDLE / 2
     thread.join()
+
+
+@pytest.mark.postgresql
+def test_the_poll_listens_before_it_looks(settings):
+    # A job queued between the look and the wait must end the wait: so the
+    # pusher listens before its look, not only when it waits.
+    broker = ClaimingORM()
+    job_row("codex.tasks.jobs.advance_task", "FEAT-5").save()
+    assert broker.dequeue()  # found at once: no wait
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_listening_channels()")
+        assert cursor.fetchall() == [("codex_jobs",)]
+
+
+@pytest.mark.postgresql
+def test_notifications_from_a_busy_time_end_one_wait_only(settings):
+    settings.CODEX_QUEUE_IDLE_SECONDS = 1
+    broker = ClaimingORM()
+    broker._listening(connection)
+    for _ in range(3):  # queued while the pusher was busy...
+        queue_a_job()
+        with connection.cursor() as cursor:  # ...running its statements, which
+            cursor.execute("SELECT 1")  # take the notifications in
+    assert waited(broker) < 0.9
+    assert waited(broker) >= 0.9  # the other two did not end this one
+
+
+@pytest.mark.postgresql
+def test_the_trigger_names_no_column_a_migration_may_alter():
+    # PostgreSQL refuses to alter the type of a column a trigger names.
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "ALTER TABLE django_q_ormq ALTER COLUMN key TYPE varchar(150)"
+            )
+        transaction.set_rollback(True)
+
+
+def test_inside_a_transaction_it_sleeps_the_poll_interval(monkeypatch):
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    with transaction.atomic():
+        ClaimingORM().wait_for_jobs()
+    assert slept == [0.2]
 
 
 def test_without_postgresql_it_sleeps_the_poll_interval(settings, monkeypatch):

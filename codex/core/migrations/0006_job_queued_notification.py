@@ -2,7 +2,9 @@
 row, or one handed back: its key without a cluster's claim) notifies the
 `codex_jobs` channel, so an idle pusher wakes at once instead of polling
 (codex.core.brokers.ClaimingORM). A notification sent inside a transaction is
-delivered when it commits, with the job. Nothing on other databases."""
+delivered when it commits, with the job. The condition is in the function,
+not the trigger: a trigger naming a column would stop a later migration from
+changing that column's type. Nothing on other databases."""
 
 from django.db import migrations
 
@@ -12,15 +14,16 @@ CREATE = f"""
 CREATE OR REPLACE FUNCTION codex_job_queued() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('{CHANNEL}', '');
+    IF strpos(NEW.key, '@') = 0 THEN
+        PERFORM pg_notify('{CHANNEL}', '');
+    END IF;
     RETURN NULL;
 END
 $$;
 DROP TRIGGER IF EXISTS codex_job_queued ON django_q_ormq;
 CREATE TRIGGER codex_job_queued
-AFTER INSERT OR UPDATE OF key ON django_q_ormq
-FOR EACH ROW WHEN (strpos(NEW.key, '@') = 0)
-EXECUTE FUNCTION codex_job_queued();
+AFTER INSERT OR UPDATE ON django_q_ormq
+FOR EACH ROW EXECUTE FUNCTION codex_job_queued();
 """
 
 DROP = """
