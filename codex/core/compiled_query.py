@@ -126,8 +126,10 @@ def first_row(
     worker's step, compiled once per process and database under `name` (which
     must name one query shape).
 
-    A slot is a stand-in of its value's type that no query holds otherwise:
-    a negative integer for an int (ids), a bracketed label for a str. Give a
+    A slot is a stand-in of its value's type that the query holds nowhere
+    else (CompiledQuery checks): an integer every integer field accepts (a
+    negative one would make Django drop a lookup on a positive field) for an
+    int, a bracketed label for a str. Give a
     queryset its ordering and limit ([:1]); without one the row is the
     database's pick.
     """
@@ -146,5 +148,5 @@ def first_row(
 
 def _slot(value: int | str, index: int) -> int | str:
     if isinstance(value, int):
-        return -987_654_000 - index
+        return 31_000 + index
     return f"<compiled query slot {index}>"
