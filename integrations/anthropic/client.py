@@ -17,6 +17,7 @@ the step after the delay instead of sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import ssl
@@ -245,8 +246,20 @@ def _new_sdk(
         base_url=base_url or None,
         timeout=timeout,
         max_retries=max_retries,
-        http_client=http_client or anthropic.DefaultHttpxClient(verify=tls_context()),
+        http_client=http_client or _HttpClient(verify=tls_context()),
     )
+
+
+class _HttpClient(anthropic.DefaultHttpxClient):
+    """The SDK's default HTTP client (its timeouts, limits, keep-alive),
+    closed when dropped as the SDK's own is: a shared SDK client dropped
+    from _shared must not leave its connections open."""
+
+    def __del__(self) -> None:
+        if not self.is_closed:
+            # At interpreter exit closing can fail: nothing is left to do then.
+            with contextlib.suppress(Exception):
+                self.close()
 
 
 _tls: list[ssl.SSLContext] = []
