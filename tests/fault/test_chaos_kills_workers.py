@@ -6,10 +6,11 @@ anthropic SDK against the scripted loopback model of tests/live_pipeline.py)
 on the ORM broker, merging into a bare repository on the local forge, with
 Codex's default job timeout, retry and lease. The test runs the tasks twice:
 first with no kill (the baseline), then while a chaos loop SIGKILLs (six
-times; twenty with CODEX_LONG_TESTS=1): half the time a whole cluster (its
-process group: sentinel, pusher, monitor, workers; a fresh cluster is
-started in its place, as a supervisor would), half the time one worker
-process inside a step (its sentinel forks a replacement). Each kill strands
+times; twenty with CODEX_LONG_TESTS=1) whenever a worker is inside a step:
+half the time that worker's whole cluster (its process group: sentinel,
+pusher, monitor, workers; a fresh cluster is started in its place, as a
+supervisor would), half the time one worker process inside a step (its
+sentinel forks a replacement). Each kill strands
 steps: the cluster that starts in a dead cluster's place, or the dead
 worker's own sentinel, frees the worker's task lease and hands its jobs back
 at once (codex.core.cluster_recovery), so recovery costs seconds, not a job retry.
@@ -163,13 +164,20 @@ def run_tasks(live_clusters, root, *, rng: random.Random | None) -> Run:  # noqa
             if pipeline.statuses(ids)["completed"] == TASKS:
                 break
             busy = busy_workers(running)
-            if busy and rng.random() < 0.5:
+            if not busy:
+                # Nothing in progress to cut short (on a loaded machine the
+                # clusters that replace killed ones take seconds to start):
+                # a kill now would test nothing. Look again.
+                continue
+            if rng.random() < 0.5:
                 # One worker inside a step; its sentinel forks a new one.
                 pid, _ = rng.choice(sorted(busy, key=lambda item: item[0]))
                 os.kill(pid, signal.SIGKILL)
                 kills.append("busy worker")
             else:
-                victim = rng.choice(running)
+                # A cluster with a worker inside a step.
+                working = {cluster.pid: cluster for _, cluster in busy}
+                victim = working[rng.choice(sorted(working))]
                 victim.kill()
                 running.remove(victim)
                 running.append(live_clusters.start(env, wait=False))
