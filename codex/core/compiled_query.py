@@ -1,9 +1,10 @@
 """Queries run on every request, compiled to SQL once.
 
-Django compiles a queryset to SQL each time it runs. For the one or two
-lookups every API request makes (its token with user and roles, the
-repository of a new task), compiling cost more CPU than sending the query and
-reading its row, for SQL that differs only in one parameter.
+Django compiles a queryset to SQL each time it runs. For the lookups every
+API request makes (its token with user and roles, the repository of a new
+task) and every worker step makes (first_row), compiling cost more CPU than
+sending the query and reading its row, for SQL that differs only in its
+parameters.
 
 This module and codex.core.statements are the only ones that use Django's
 internals (the compiler's select, klass_info, annotation_col_map and
