@@ -111,7 +111,8 @@ def current_instance(task: Task, role: str) -> AgentInstance | None:
 
 def running_run(task: Task) -> AgentRun | None:
     """The task's running agent run: the step's own (advance_task begins one
-    per step and names it, AgentRun.step_run), else the newest running one."""
+    per step and names it with codex.fleet.models.running_step), else the
+    newest running one."""
     run = step_run()
     if run is not None and run.task_id == task.pk:
         return run

@@ -8,6 +8,8 @@ changing that column's type. Nothing on other databases."""
 
 from django.db import migrations
 
+# codex.core.brokers.JOBS_CHANNEL; a migration keeps its own copy, so that
+# its history does not change when the code does.
 CHANNEL = "codex_jobs"
 
 CREATE = f"""
