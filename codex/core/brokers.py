@@ -63,6 +63,12 @@ JOBS_CHANNEL = "codex_jobs"
 REDELIVERIES = "codex_redeliveries"
 # Records a job given up and blocks its task; by path, as the core knows no tasks.
 GIVE_UP_JOB = "codex.fleet.heartbeats.give_up_job"
+# ClaimingORM's take on PostgreSQL: the ready rows locked and claimed at once.
+TAKE_JOBS_SQL = (
+    'UPDATE "django_q_ormq" SET "key" = %s, "lock" = %s WHERE "id" IN ('
+    'SELECT "id" FROM "django_q_ormq" WHERE "key" = %s AND "lock" < %s '
+    'ORDER BY "id" LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING "id", "payload"'
+)
 
 # The broker of the cluster this process belongs to: set in the sentinel
 # before it forks, so its workers and pusher inherit it.
@@ -201,17 +207,34 @@ class ClaimingORM(ClaimingBroker, ORM):
         queue = self.get_connection()
         # Listening before the look: a job queued after it ends the wait.
         listening = self._listen_for_jobs()
-        rows = queue.filter(key=self.list_key, lock__lt=timezone.now())
-        taken = []
-        for row in rows.order_by("id")[: Conf.BULK]:
-            if queue.filter(id=row.id, key=self.list_key, lock=row.lock).update(
-                key=self._key(self.claim), lock=self.timeout(row)
-            ):
-                taken.append((row.pk, row.payload))
+        if connections[Conf.ORM].vendor == "postgresql":
+            taken = self._take_in_one_statement()
+        else:
+            taken = []
+            rows = queue.filter(key=self.list_key, lock__lt=timezone.now())
+            for row in rows.order_by("id")[: Conf.BULK]:
+                if queue.filter(id=row.id, key=self.list_key, lock=row.lock).update(
+                    key=self._key(self.claim), lock=self.timeout(row)
+                ):
+                    taken.append((row.pk, row.payload))
         if taken:
             return taken
         self.wait_for_jobs(listening)
         return None
+
+    def _take_in_one_statement(self) -> list[tuple[int, Any]]:
+        """The oldest ready jobs (Conf.BULK at most) claimed for this cluster
+        with one statement: the pusher runs it for every job, and the ORM's
+        look-then-claim took two statements, each compiled anew. SKIP LOCKED
+        leaves a row another cluster is claiming to that cluster."""
+        now = timezone.now()
+        with connections[Conf.ORM].cursor() as cursor:
+            cursor.execute(
+                TAKE_JOBS_SQL,
+                [self._key(self.claim), self.timeout(None), self.list_key, now]
+                + [Conf.BULK],
+            )
+            return sorted((pk, payload) for pk, payload in cursor.fetchall())
 
     def wait_for_jobs(self, listening: Any = None) -> None:
         """After a poll that found nothing: on PostgreSQL, until a job is
