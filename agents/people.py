@@ -22,6 +22,7 @@ from django.utils import timezone
 from agents.prompts import strip_hidden, untrusted
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import EventKind
+from codex.tasks.models.steering import SteeringMessage
 from integrations.git import run_git
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def steering_prompt(task: Task, role_name: str, given: set[int] | None = None) -
     given = set() if given is None else given
     messages = [
         message
-        for message in task.steering_messages.undelivered()
+        for message in SteeringMessage.undelivered_for(task.pk)
         if message.pk not in given
     ]
     if not messages:

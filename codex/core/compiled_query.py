@@ -60,6 +60,14 @@ class CompiledQuery:
 
     def first(self, *values: Any) -> Model | None:
         """The first row's instance with `values` in the slots, or None."""
+        rows = self._instances(values, limit=1)
+        return rows[0] if rows else None
+
+    def all(self, *values: Any) -> list[Model]:
+        """Every row's instance with `values` in the slots, in the query's order."""
+        return self._instances(values, limit=None)
+
+    def _instances(self, values: tuple, limit: int | None) -> list[Model]:
         if len(values) != len(self.slots):
             raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
         params = list(self.params)
@@ -67,7 +75,8 @@ class CompiledQuery:
             params[slot] = value
         with connections[self.using].cursor() as cursor:
             cursor.execute(self.sql, params)
-            rows = cursor.fetchmany(1)
+            rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit)
+        instances = []
         for row in self.compiler.results_iter([rows]):
             instance = self.model.from_db(
                 self.using, self.init_list, row[self.model_columns]
@@ -76,8 +85,8 @@ class CompiledQuery:
                 populator.populate(row, instance)
             for name, column in self.annotation_col_map.items():
                 setattr(instance, name, row[column])
-            return instance
-        return None
+            instances.append(instance)
+        return instances
 
 
 def check_compiled_shape(sql: str, klass_info: Any, queryset: QuerySet) -> None:
@@ -134,6 +143,21 @@ def first_row(
     queryset its ordering and limit ([:1]); without one the row is the
     database's pick.
     """
+    return _compiled_with_slots(model, name, build, values).first(*values)
+
+
+def all_rows(
+    model: type[Model], name: str, build: Callable[..., QuerySet], *values: Any
+) -> list[Model]:
+    """Every row of `build(*slots)` as first_row runs it (the same slots and
+    rules): the hot lists of a worker's step, such as the task's pending
+    control requests. Give the queryset its ordering."""
+    return _compiled_with_slots(model, name, build, values).all(*values)
+
+
+def _compiled_with_slots(
+    model: type[Model], name: str, build: Callable[..., QuerySet], values: tuple
+) -> CompiledQuery:
     for value in values:
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             # None would compare as "= NULL" (no row) where the ORM says IS NULL.
@@ -144,7 +168,7 @@ def first_row(
         slots = [_slot(value, index) for index, value in enumerate(values)]
         return CompiledQuery(build(*slots).using(using), *slots)
 
-    return compiled(name, using, build_query).first(*values)
+    return compiled(name, using, build_query)
 
 
 def _slot(value: int | str, index: int) -> int | str:

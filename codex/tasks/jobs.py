@@ -26,7 +26,7 @@ from codex.core.errors import ClassifiedFailure
 from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.core.queue import enqueue_on_commit, job_handed_back
 from codex.fleet.models import AgentRun, running_step
-from codex.tasks.models import Status, Task
+from codex.tasks.models import ControlRequest, Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
 from codex.tasks.runners import PhaseResult, get_phase_runner
 
@@ -87,7 +87,7 @@ def _advance_task(task_id: str, holder: str) -> str:
         # Taking the lease re-reads a row that moved on: check its state again.
         if task.status not in (Status.PENDING, Status.IN_PROGRESS):
             return f"skipped: {task.status}"
-        if task.control_requests.pending().exists():
+        if ControlRequest.pending_for(task.pk):
             return _apply_requests_only(task, holder)
         if task.status == Status.PENDING:
             task.start(by=holder)

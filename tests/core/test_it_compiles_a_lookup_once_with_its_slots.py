@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from codex.core import compiled_query
-from codex.core.compiled_query import CompiledQuery, first_row
+from codex.core.compiled_query import CompiledQuery, all_rows, first_row
 from codex.fleet.models import AgentInstance
 from codex.tasks.models import Task
 from tests.factories import make_repository, make_task
@@ -99,3 +99,20 @@ def test_the_number_of_values_must_match_the_slots():
     )
     with pytest.raises(TypeError):
         query.first("only one")
+
+
+def test_all_rows_runs_the_whole_list_in_its_order():
+    one, two = make_repository(), make_repository()
+    a = make_task(one, title="B")
+    b = make_task(one, title="A")
+    make_task(two, title="C")
+
+    def by_repository(repository_id):
+        return Task.objects.filter(repository_id=repository_id).order_by("title")
+
+    name = "test-tasks-by-repository"
+    assert all_rows(Task, name, by_repository, one.pk) == [b, a]
+    assert [t.title for t in all_rows(Task, name, by_repository, two.pk)] == ["C"]
+    assert all_rows(Task, name, by_repository, 0) == []
+    with pytest.raises(TypeError):
+        all_rows(Task, name, by_repository, None)

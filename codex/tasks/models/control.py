@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from codex.core.compiled_query import all_rows
+
 
 class ControlAction(models.TextChoices):
     PAUSE = "pause", "Pause"
@@ -37,6 +39,18 @@ class ControlRequest(models.Model):
     outcome = models.CharField(max_length=200, blank=True)
 
     objects = ControlRequestQuerySet.as_manager()
+
+    @classmethod
+    def pending_for(cls, task_id: int) -> list[ControlRequest]:
+        """The task's requests not applied yet, oldest first: every step asks
+        twice (before it starts and when it ends), so the query is compiled
+        once per process (codex.core.compiled_query)."""
+        return all_rows(
+            cls,
+            "pending-control-requests",
+            lambda task_id: cls.objects.filter(task_id=task_id).pending(),
+            task_id,
+        )
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -15,6 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from codex.core.compiled_query import all_rows
+
 MESSAGE_MAX_LENGTH = 4000
 
 
@@ -50,6 +52,18 @@ class SteeringMessage(models.Model):
     delivered_phase = models.CharField(max_length=20, blank=True)
 
     objects = SteeringQuerySet.as_manager()
+
+    @classmethod
+    def undelivered_for(cls, task_id: int) -> list[SteeringMessage]:
+        """The task's messages not handed to an agent yet, oldest first: read
+        before a run's every turn, so compiled once per process
+        (codex.core.compiled_query)."""
+        return all_rows(
+            cls,
+            "undelivered-steering",
+            lambda task_id: cls.objects.filter(task_id=task_id).undelivered(),
+            task_id,
+        )
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -12,6 +12,7 @@ from django_fsm import TransitionNotAllowed, can_proceed
 
 from codex.core.queue import enqueue_on_commit
 from codex.tasks.models.choices import Status
+from codex.tasks.models.control import ControlRequest
 from codex.tasks.models.queryset import ADVANCE_JOB
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class TaskActions:
         Raises TransitionNotAllowed when the task's state does not allow it.
         """
         from codex.core.models import LeaseUnavailable
-        from codex.tasks.models.control import ControlAction, ControlRequest
+        from codex.tasks.models.control import ControlAction
 
         try:
             return self.perform(action, by=by, reason=reason), False
@@ -94,7 +95,7 @@ class TaskActions:
         cancellations people asked for meanwhile. Returns what was applied;
         the task must be saved afterwards (the requests are marked with it)."""
         applied = []
-        for request in self.control_requests.pending():
+        for request in ControlRequest.pending_for(self.pk):
             method = getattr(self, request.action)
             if can_proceed(method):
                 method(
