@@ -63,6 +63,11 @@ JOBS_CHANNEL = "codex_jobs"
 REDELIVERIES = "codex_redeliveries"
 # Records a job given up and blocks its task; by path, as the core knows no tasks.
 GIVE_UP_JOB = "codex.fleet.heartbeats.give_up_job"
+# ClaimingORM's acknowledgement on PostgreSQL: the job's row, while it is ours
+# (its key this cluster's claim, or the claim of one of its workers).
+ACKNOWLEDGE_SQL = (
+    'DELETE FROM "django_q_ormq" WHERE "id" = %s AND starts_with("key", %s)'
+)
 # ClaimingORM's take on PostgreSQL: the ready rows locked and claimed at once.
 TAKE_JOBS_SQL = (
     'UPDATE "django_q_ormq" SET "key" = %s, "lock" = %s WHERE "id" IN ('
@@ -293,7 +298,13 @@ class ClaimingORM(ClaimingBroker, ORM):
         try:
             # Without get_connection()'s check (a `SELECT 1`): the monitor
             # has just saved the job's result on this connection.
-            OrmQ.objects.using(Conf.ORM).filter(**mine).delete()
+            if connections[Conf.ORM].vendor == "postgresql":
+                # The monitor acknowledges every job: a statement it sends
+                # as it is, not a queryset Django compiles for each.
+                with connections[Conf.ORM].cursor() as cursor:
+                    cursor.execute(ACKNOWLEDGE_SQL, [task_id, self._key(self.claim)])
+            else:
+                OrmQ.objects.using(Conf.ORM).filter(**mine).delete()
         except DatabaseError:
             # It saved none (a job whose success keeps no result) and the
             # connection died meanwhile, or the save failed on it: check it,
