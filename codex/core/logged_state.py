@@ -2,7 +2,8 @@
 
 Shared by claims, backlog runs, board items, agent instances and agent runs:
 a transition queues its event (see `record_transition_event`); `save()` writes
-the row and the queued events in one transaction, so a save refused by the
+the row and the queued events in one transaction (a new row with them in one
+statement, where its model allows: `event_id_key`), so a save refused by the
 version check (VersionConflict) leaves no event behind. `perform()` is the one
 entry point for workers, webhooks and the admin.
 """
@@ -13,7 +14,7 @@ import functools
 import inspect
 from typing import Any
 
-from django.db import models
+from django.db import connections, models, router
 from django_fsm import TransitionNotAllowed
 
 from codex.core import statements
@@ -27,10 +28,15 @@ class LoggedStateModel(VersionedLeasedModel):
     Subclasses set `event_kind`, `state_field` (default "status") and implement
     `event_subject`; `event_fields()` adds fields every event carries (the task),
     `after_transition()` applies rules that follow a transition automatically.
+    `event_id_key`: the key of the events' data that holds the row's id, when
+    that is the only place they name it; a new row then goes in with its
+    events in one statement on PostgreSQL (its id taken there), instead of
+    an INSERT, then the events, in a transaction.
     """
 
     event_kind: str = ""
     state_field: str = "status"
+    event_id_key: str = ""
 
     class Meta:
         abstract = True
@@ -70,7 +76,18 @@ class LoggedStateModel(VersionedLeasedModel):
         pending = self.__dict__.get("_pending_events", [])
         using = kwargs.get("using")
         try:
-            if self._state.adding:
+            one_statement_on = self._one_statement_database(pending, args, kwargs)
+            if self._state.adding and one_statement_on:
+                # The row and its events in one statement; the events' data
+                # takes the new row's id from it (codex.core.statements).
+                statements.insert_with_rows(
+                    self,
+                    [self._build_event(dict(queued)) for queued in pending],
+                    one_statement_on,
+                    key_in_json=("data", self.event_id_key),
+                )
+                self._remember_loaded_state()
+            elif self._state.adding:
                 # The events name the new row's id: built once it has one.
                 one_change(
                     lambda: super(LoggedStateModel, self).save(*args, **kwargs),
@@ -88,6 +105,17 @@ class LoggedStateModel(VersionedLeasedModel):
                 )
         finally:
             self._pending_events = []
+
+    def _one_statement_database(
+        self, pending: list, args: tuple, kwargs: dict[str, Any]
+    ) -> str | None:
+        """The database a new row goes to with its events as one statement,
+        or None: on PostgreSQL, for a model whose events name its id only
+        under `event_id_key` of their data, in a plain save."""
+        if not (self.event_id_key and pending) or args or set(kwargs) - {"using"}:
+            return None
+        using = kwargs.get("using") or router.db_for_write(type(self))
+        return using if connections[using].vendor == "postgresql" else None
 
     def perform(
         self,

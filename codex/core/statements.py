@@ -17,6 +17,8 @@ with no BEGIN/COMMIT needed around it outside a transaction:
          r1 AS (...)                                    --  key to it read from
     SELECT r0.written, r1.written FROM r0 CROSS JOIN r1 --  created.written
 
+A new agent run's or instance's events name it by its id in their data: that
+key of the JSON takes created.written too (`key_in_json`, a jsonb_set).
 Elsewhere the UPDATE goes through the ORM and the rows follow it in the same
 transaction. The statement text depends only on the models (and, for an
 INSERT, on which field of a row points at the new one), so it is built once
@@ -206,19 +208,36 @@ def typed_placeholder(field: models.Field, connection) -> str:
 
 @functools.cache
 def _insert_select(
-    model: type[models.Model], using: str, source: str, link: str | None
+    model: type[models.Model],
+    using: str,
+    source: str,
+    link: str | None,
+    key_in_json: tuple[str, str] | None = None,
 ) -> tuple[list[models.Field], str]:
     """INSERT INTO model ... SELECT ... FROM `source`, its key returned as
-    `written`; the field named `link` (attname) takes `source`.written. Returns
-    the fields that take parameters, in order, and the text."""
+    `written`; the field named `link` (attname) takes `source`.written, and
+    with `key_in_json` (a JSON field's attname, a key) so does that key of the
+    field's object. Returns the fields that take parameters, in order, and the
+    text."""
     connection = connections[using]
     quote = connection.ops.quote_name
     meta = model._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
-    values = [
-        f"{source}.written" if f.attname == link else typed_placeholder(f, connection)
-        for f in fields
-    ]
+    json_field, json_key = key_in_json or (None, None)
+    if json_key is not None and not json_key.isidentifier():
+        raise ValueError(f"{json_key!r} is not a plain JSON key")
+
+    def value(field: models.Field) -> str:
+        if field.attname == link:
+            return f"{source}.written"
+        if field.attname == json_field:
+            return (
+                f"jsonb_set(CAST(%s AS jsonb), '{{{json_key}}}', "
+                f"to_jsonb({source}.written))"
+            )
+        return typed_placeholder(field, connection)
+
+    values = [value(f) for f in fields]
     sql = (
         f"INSERT INTO {quote(meta.db_table)} "
         f"({', '.join(quote(f.column) for f in fields)}) "
@@ -261,11 +280,13 @@ def _with_rows(
     rows: list[models.Model],
     using: str,
     parent: models.Model | None = None,
+    key_in_json: tuple[str, str] | None = None,
 ) -> tuple | None:
     """Send `first` (its name, text and parameters) and an INSERT of each of
     `rows` after it, as one statement; a row's key to `parent` is first's
-    `written`. Returns the keys written (first's, when it returns one, then
-    the rows'), None when `first` changed nothing; the rows are saved then."""
+    `written`, and so is `key_in_json` of the rows that have that JSON field.
+    Returns the keys written (first's, when it returns one, then the rows'),
+    None when `first` changed nothing; the rows are saved then."""
     connection = connections[using]
     name, first_sql, params = first
     parts, names = [f"{name} AS ({first_sql})"], []
@@ -279,7 +300,13 @@ def _with_rows(
             ),
             None,
         )
-        fields, sql = _insert_select(type(row), using, name, link)
+        in_json = (
+            key_in_json
+            if key_in_json is not None
+            and any(f.attname == key_in_json[0] for f in row._meta.concrete_fields)
+            else None
+        )
+        fields, sql = _insert_select(type(row), using, name, link, in_json)
         parts.append(f"r{number} AS ({sql})")
         names.append(f"r{number}")
         params += _prepared(fields, row, connection)
@@ -318,13 +345,21 @@ def update_with_rows(
     return _with_rows(first, rows, using) is not None
 
 
-def insert_with_rows(obj: models.Model, rows: list[models.Model], using: str) -> None:
+def insert_with_rows(
+    obj: models.Model,
+    rows: list[models.Model],
+    using: str,
+    *,
+    key_in_json: tuple[str, str] | None = None,
+) -> None:
     """INSERT the new `obj` and each of `rows` in one statement; a foreign key
-    of a row set to `obj` takes its new key. Sets the keys on all of them."""
+    of a row set to `obj` takes its new key, and so does `key_in_json` (a JSON
+    field's attname and a key in it: an event's data naming the new row) of
+    the rows that have that field. Sets the keys on all of them."""
     connection = connections[using]
     fields, sql = _insert_values(type(obj), using)
     first = ("created", sql, _prepared(fields, obj, connection))
-    written = _with_rows(first, rows, using, parent=obj)
+    written = _with_rows(first, rows, using, parent=obj, key_in_json=key_in_json)
     if written is None:
         raise FastPathInvariantError(f"the INSERT of {obj!r} returned no key")
     obj.pk = written[0]
@@ -334,6 +369,8 @@ def insert_with_rows(obj: models.Model, rows: list[models.Model], using: str) ->
         for field in row._meta.concrete_fields:
             if points_at(row, field, obj):
                 setattr(row, field.attname, obj.pk)
+            elif key_in_json is not None and field.attname == key_in_json[0]:
+                getattr(row, field.attname)[key_in_json[1]] = obj.pk
 
 
 def insert_rows(rows: list[models.Model], using: str) -> None:

@@ -122,6 +122,7 @@ class AgentInstance(LoggedStateModel):
     objects = AgentInstanceQuerySet.as_manager()
 
     event_kind = EventKind.INSTANCE
+    event_id_key = "instance"  # event_fields: its id appears there only
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -176,7 +177,7 @@ class AgentInstance(LoggedStateModel):
     def event_fields(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
-            "data": {"instance": self.pk, "repository": self.repository_id},
+            "data": {self.event_id_key: self.pk, "repository": self.repository_id},
         }
 
     def clean(self) -> None:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, models, transaction
@@ -144,8 +145,17 @@ class AgentInstanceQuerySet(VersionedQuerySet):
                 validate_unique=False,
                 validate_constraints=False,
             )
+            # A coding instance counts its parallel limit under a lock, and a
+            # caller's transaction needs a savepoint to try again; otherwise
+            # the row and its event are one statement, atomic by itself.
+            connection = transaction.get_connection(self.db)
+            atomic = (
+                type == InstanceType.CODING
+                or connection.in_atomic_block
+                or connection.vendor != "postgresql"
+            )
             try:
-                with transaction.atomic():
+                with transaction.atomic() if atomic else nullcontext():
                     if type == InstanceType.CODING:
                         self._check_parallel_limit(
                             repository, issue_number, fields.get("task")

@@ -195,6 +195,7 @@ class AgentRun(LoggedStateModel):
     objects = AgentRunQuerySet.as_manager()
 
     event_kind = EventKind.RUN
+    event_id_key = "run"  # event_fields: the run is named by its id there only
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -223,7 +224,7 @@ class AgentRun(LoggedStateModel):
         return f"run:{self.session_id}"
 
     def event_fields(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "data": {"run": self.pk}}
+        return {"task_id": self.task_id, "data": {self.event_id_key: self.pk}}
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.closed_issues = sorted(set(self.closed_issues))
