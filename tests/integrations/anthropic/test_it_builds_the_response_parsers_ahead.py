@@ -83,18 +83,14 @@ EVENTS = [
 SCRIPT = textwrap.dedent(
     """
     import json, sys
-    import httpx2
     import anthropic._models as sdk_models
-    from integrations.anthropic.client import ModelClient
+    from tests.integrations.anthropic.streamed import streaming_client
     from integrations.anthropic.parsers import (
         load_trace_propagators,
         prepare_response_parsers,
     )
 
     events = json.loads(sys.argv[2])
-    body = "".join(
-        f"event: {e['type']}\\ndata: {json.dumps(e)}\\n\\n" for e in events
-    ).encode()
 
     def every_model():
         found, pending = [], [sdk_models.BaseModel]
@@ -109,16 +105,7 @@ SCRIPT = textwrap.dedent(
         load_trace_propagators()
     before = {m for m in every_model() if m.__pydantic_complete__}
     modules_before = set(sys.modules)
-    client = ModelClient(
-        api_key="sk-test",
-        http_client=httpx2.Client(
-            transport=httpx2.MockTransport(
-                lambda request: httpx2.Response(
-                    200, headers={"content-type": "text/event-stream"}, content=body
-                )
-            )
-        ),
-    )
+    client = streaming_client(events)
     reply = client.send(messages=[{"role": "user", "content": "hi"}])
     assert [b["type"] for b in reply.content] == ["thinking", "text", "tool_use"]
     built = {m for m in every_model() if m.__pydantic_complete__} - before

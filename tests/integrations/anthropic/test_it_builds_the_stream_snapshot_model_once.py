@@ -17,28 +17,14 @@ from tests.integrations.anthropic.test_it_builds_the_response_parsers_ahead impo
 SCRIPT = textwrap.dedent(
     """
     import gc, json, sys
-    import httpx2
     from pydantic._internal import _generics
 
     if sys.argv[1] == "unkept":
         import integrations.anthropic.parsers as parsers
         parsers.KEPT_GENERICS = ()
-    from integrations.anthropic.client import ModelClient
+    from tests.integrations.anthropic.streamed import streaming_client
 
-    events = json.loads(sys.argv[2])
-    body = "".join(
-        f"event: {e['type']}\\ndata: {json.dumps(e)}\\n\\n" for e in events
-    ).encode()
-    client = ModelClient(
-        api_key="sk-test",
-        http_client=httpx2.Client(
-            transport=httpx2.MockTransport(
-                lambda request: httpx2.Response(
-                    200, headers={"content-type": "text/event-stream"}, content=body
-                )
-            )
-        ),
-    )
+    client = streaming_client(json.loads(sys.argv[2]))
     built = []
     original = _generics.create_generic_submodel
 
