@@ -80,6 +80,8 @@ class LoggedStateModel(VersionedLeasedModel):
             if self._state.adding and one_statement_on:
                 # The row and its events in one statement; the events' data
                 # takes the new row's id from it (codex.core.statements).
+                # Django's save refuses an unsaved related object: so does this.
+                self._prepare_related_fields_for_save(operation_name="save")
                 statements.insert_with_rows(
                     self,
                     [self._build_event(dict(queued)) for queued in pending],
@@ -111,8 +113,11 @@ class LoggedStateModel(VersionedLeasedModel):
     ) -> str | None:
         """The database a new row goes to with its events as one statement,
         or None: on PostgreSQL, for a model whose events name its id only
-        under `event_id_key` of their data, in a plain save."""
+        under `event_id_key` of their data, in a plain save of a row whose id
+        the database gives (the statement inserts no id of the caller's)."""
         if not (self.event_id_key and pending) or args or set(kwargs) - {"using"}:
+            return None
+        if self.pk is not None:
             return None
         using = kwargs.get("using") or router.db_for_write(type(self))
         return using if connections[using].vendor == "postgresql" else None

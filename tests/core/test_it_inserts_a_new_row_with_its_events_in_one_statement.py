@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from codex.events.models import Event
 from codex.fleet.models import AgentInstance, AgentRun
 from codex.fleet.models.choices import InstanceType
+from codex.tasks.models import Task
 from tests.factories import make_task
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +72,21 @@ def test_a_refused_row_leaves_no_event():
         begin_run(task, "s-taken")  # session ids are unique
     assert Event.objects.count() == events
     assert AgentRun.objects.filter(session_id="s-taken").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the refusal ends a caller's transaction
+def test_a_run_of_an_unsaved_task_is_refused_as_django_refuses_it():
+    events = Event.objects.count()
+    with pytest.raises(ValueError, match="unsaved related object"):
+        begin_run(Task(title="unsaved"), "s-unsaved")
+    assert Event.objects.count() == events
+
+
+def test_a_run_given_its_id_keeps_it():
+    task = make_task()
+    run = AgentRun(session_id="s-own-id", task=task, pk=777_001)
+    run.record(by="worker:test", reason="run started")
+    run.save()
+    assert AgentRun.objects.get(session_id="s-own-id").pk == 777_001
+    [event] = Event.objects.filter(subject="run:s-own-id")
+    assert event.data["run"] == 777_001
