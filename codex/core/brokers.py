@@ -236,8 +236,13 @@ class ClaimingORM(ClaimingBroker, ORM):
         with connections[Conf.ORM].cursor() as cursor:
             cursor.execute(
                 TAKE_JOBS_SQL,
-                [self._key(self.claim), self.timeout(None), self.list_key, now]
-                + [Conf.BULK],
+                [
+                    self._key(self.claim),
+                    self.timeout(None),
+                    self.list_key,
+                    now,
+                    Conf.BULK,
+                ],
             )
             return sorted((pk, payload) for pk, payload in cursor.fetchall())
 

@@ -115,9 +115,8 @@ class LoggedStateModel(VersionedLeasedModel):
         or None: on PostgreSQL, for a model whose events name its id only
         under `event_id_key` of their data, in a plain save of a row whose id
         the database gives (the statement inserts no id of the caller's)."""
-        if not (self.event_id_key and pending) or args or set(kwargs) - {"using"}:
-            return None
-        if self.pk is not None:
+        plain_save = not args and set(kwargs) <= {"using"}
+        if not (self.event_id_key and pending and plain_save) or self.pk is not None:
             return None
         using = kwargs.get("using") or router.db_for_write(type(self))
         return using if connections[using].vendor == "postgresql" else None

@@ -83,17 +83,8 @@ def test_clusters_taking_at_once_never_take_the_same_job():
         mine = taken.setdefault(n, [])
         try:
             start.wait()
-            while True:
-                rows = (
-                    broker.dequeue()
-                    if OrmQ.objects.filter(key=broker.list_key).exists()
-                    else None
-                )
-                if rows is None:
-                    if not OrmQ.objects.filter(key=broker.list_key).exists():
-                        return
-                    continue
-                mine.extend(pk for pk, _ in rows)
+            while OrmQ.objects.filter(key=broker.list_key).exists():
+                mine.extend(pk for pk, _ in broker.dequeue() or [])
         finally:
             connections.close_all()
 

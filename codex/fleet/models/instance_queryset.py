@@ -147,12 +147,10 @@ class AgentInstanceQuerySet(VersionedQuerySet):
             )
             # A coding instance counts its parallel limit under a lock, and a
             # caller's transaction needs a savepoint to try again; otherwise
-            # the row and its event are one statement, atomic by itself.
-            connection = transaction.get_connection(self.db)
+            # the save is atomic by itself (one statement, or one_change).
             atomic = (
                 type == InstanceType.CODING
-                or connection.in_atomic_block
-                or connection.vendor != "postgresql"
+                or transaction.get_connection(self.db).in_atomic_block
             )
             try:
                 with transaction.atomic() if atomic else nullcontext():
