@@ -211,7 +211,7 @@ class TaskBudget:
 
         cost = setting_amount("CODEX_TASK_MAX_COST_USD", Decimal(0))
         tokens = int(getattr(settings, "CODEX_TASK_MAX_TOKENS", 0) or 0)
-        spent = AgentRun.objects.filter(task=task).spend()
+        spent = AgentRun.spend_of_task(task.pk)
         return cls(
             max_cost_usd=cost if cost > 0 else None,
             max_tokens=tokens if tokens > 0 else None,

@@ -68,6 +68,9 @@ GIVE_UP_JOB = "codex.fleet.heartbeats.give_up_job"
 ACKNOWLEDGE_SQL = (
     'DELETE FROM "django_q_ormq" WHERE "id" = %s AND starts_with("key", %s)'
 )
+# ClaimingORM's claim of a job by the worker starting it (any database): the
+# row while its cluster holds it, its key then naming the worker too.
+START_CLAIM_SQL = 'UPDATE "django_q_ormq" SET "key" = %s WHERE "id" = %s AND "key" = %s'
 # ClaimingORM's take on PostgreSQL: the ready rows locked and claimed at once.
 TAKE_JOBS_SQL = (
     'UPDATE "django_q_ormq" SET "key" = %s, "lock" = %s WHERE "id" IN ('
@@ -320,12 +323,12 @@ class ClaimingORM(ClaimingBroker, ORM):
         self.acknowledge(task_id)
 
     def start_claim(self, ack_id: Any, pid: int) -> bool:
+        # Every job's start: a statement sent as it is, not one compiled anew.
         mine = self._key(self.claim)
-        return bool(
-            self.get_connection()
-            .filter(pk=ack_id, key=mine)
-            .update(key=f"{mine}#{pid}")
-        )
+        self.get_connection()  # closes a connection too old or broken
+        with connections[Conf.ORM].cursor() as cursor:
+            cursor.execute(START_CLAIM_SQL, [f"{mine}#{pid}", ack_id, mine])
+            return cursor.rowcount == 1
 
     def started_pids(self, claim: str) -> set[int]:
         prefix = f"{self._key(claim)}#"

@@ -155,18 +155,64 @@ def all_rows(
     return _compiled_with_slots(model, name, build, values).all(*values)
 
 
+class CompiledValues:
+    """A values_list queryset (aggregates allowed) compiled once like
+    CompiledQuery; `all(*values)` runs it and returns its rows as tuples,
+    through the compiler's own converters (a Decimal sum is a Decimal on
+    SQLite too)."""
+
+    def __init__(self, queryset: QuerySet, *slots: Any) -> None:
+        self.using = queryset.db
+        self.compiler = queryset.query.get_compiler(using=self.using)
+        self.sql, params = self.compiler.as_sql()
+        if not self.sql.lstrip().upper().startswith("SELECT"):
+            raise FastPathInvariantError(
+                f"the compiled query is not a SELECT: {self.sql[:60]}"
+            )
+        self.params = list(params)
+        for slot in slots:
+            if self.params.count(slot) != 1:
+                raise ValueError(f"{slot!r} must be exactly one parameter of the query")
+        self.slots = [self.params.index(slot) for slot in slots]
+
+    def all(self, *values: Any) -> list[tuple]:
+        """Every row with `values` in the slots, in the query's order."""
+        if len(values) != len(self.slots):
+            raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
+        params = list(self.params)
+        for slot, value in zip(self.slots, values, strict=True):
+            params[slot] = value
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchall()
+        return [tuple(row) for row in self.compiler.results_iter([rows])]
+
+
+def value_rows(
+    model: type[Model], name: str, build: Callable[..., QuerySet], *values: Any
+) -> list[tuple]:
+    """The rows of `build(*slots)`, a values_list queryset of `model`, as
+    tuples: first_row's slots and rules for the hot sums of a step (a task's
+    spend)."""
+    return _compiled_with_slots(model, name, build, values, CompiledValues).all(*values)
+
+
 def _compiled_with_slots(
-    model: type[Model], name: str, build: Callable[..., QuerySet], values: tuple
-) -> CompiledQuery:
+    model: type[Model],
+    name: str,
+    build: Callable[..., QuerySet],
+    values: tuple,
+    kind: type = CompiledQuery,
+) -> Any:
     for value in values:
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             # None would compare as "= NULL" (no row) where the ORM says IS NULL.
             raise TypeError(f"a slot holds an int or a str, not {value!r}")
     using = router.db_for_read(model)
 
-    def build_query() -> CompiledQuery:
+    def build_query() -> Any:
         slots = [_slot(value, index) for index, value in enumerate(values)]
-        return CompiledQuery(build(*slots).using(using), *slots)
+        return kind(build(*slots).using(using), *slots)
 
     return compiled(name, using, build_query)
 

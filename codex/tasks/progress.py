@@ -52,7 +52,7 @@ def task_link(task: Task) -> str:
 
 def progress_body(task: Task) -> str:
     """The comment's text for the task as it stands."""
-    spent = AgentRun.objects.filter(task=task).spend()
+    spent = AgentRun.spend_of_task(task.pk)
     status = task.get_status_display().lower()
     lines = [
         f"**Codex** is working on this: [{task.task_id}]({task_link(task)})",

@@ -100,7 +100,7 @@ def request_form(request: HttpRequest) -> HttpResponse:
 
 def task_cost(task: Task) -> dict[str, Any]:
     """The task's spend so far: all its agent runs, in one aggregate."""
-    spent = AgentRun.objects.filter(task=task).spend()
+    spent = AgentRun.spend_of_task(task.pk)
     return {"cost": spent.cost_usd, "tokens": spent.tokens, "runs": spent.runs}
 
 

@@ -79,8 +79,15 @@ def test_a_heartbeat_does_not_bump_the_version():
     assert stored.heartbeat_at == run.heartbeat_at and stored.version == version
 
 
+SPEND_OF_TASK = {
+    "queryset": lambda task: AgentRun.objects.filter(task=task).spend(),
+    "compiled": lambda task: AgentRun.spend_of_task(task.pk),
+}
+
+
+@pytest.mark.parametrize("spend_of", SPEND_OF_TASK.values(), ids=SPEND_OF_TASK)
 def test_spend_totals_cost_and_every_kind_of_token_in_one_query(
-    django_assert_num_queries,
+    django_assert_num_queries, spend_of
 ):
     task = make_task()
     first = AgentRun.objects.begin(by="worker:1", session_id="a", task=task)
@@ -98,7 +105,7 @@ def test_spend_totals_cost_and_every_kind_of_token_in_one_query(
     AgentRun.objects.begin(by="worker:1", session_id="c", cost_usd=Decimal("9"))
 
     with django_assert_num_queries(1):
-        spent = AgentRun.objects.filter(task=task).spend()
+        spent = spend_of(task)
 
     assert spent == Spend(cost_usd=Decimal("1.75"), tokens=4130, runs=2)
     assert spent.tokens == sum(
@@ -107,6 +114,9 @@ def test_spend_totals_cost_and_every_kind_of_token_in_one_query(
 
 
 def test_spend_of_no_runs_is_zero():
-    spent = AgentRun.objects.none().spend()
-    assert spent == Spend(cost_usd=Decimal(0), tokens=0, runs=0)
-    assert isinstance(spent.cost_usd, Decimal) and isinstance(spent.tokens, int)
+    for spent in (
+        AgentRun.objects.none().spend(),
+        AgentRun.spend_of_task(make_task().pk),
+    ):
+        assert spent == Spend(cost_usd=Decimal(0), tokens=0, runs=0)
+        assert isinstance(spent.cost_usd, Decimal) and isinstance(spent.tokens, int)

@@ -13,6 +13,7 @@ from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
+from codex.core.compiled_query import value_rows
 from codex.core.logged_state import LoggedStateModel
 from codex.core.models import VersionedQuerySet
 from codex.events.models import EventKind
@@ -56,12 +57,32 @@ def step_run() -> AgentRun | None:
     return _STEP_RUN.get()
 
 
+# Spend's sums; tokens count cache writes and reads too (AgentRun.total_tokens).
+SPEND_SUMS = {
+    "cost": Sum("cost_usd"),
+    "tokens": Sum(
+        F("input_tokens")
+        + F("output_tokens")
+        + F("cache_write_tokens")
+        + F("cache_read_tokens")
+    ),
+    "runs": Count("id"),
+}
+
+
 class Spend(NamedTuple):
     """What a set of agent runs has spent: dollars, tokens of every kind, runs."""
 
     cost_usd: Decimal
     tokens: int
     runs: int
+
+
+def _spend(sums: Any) -> Spend:
+    cost, tokens, runs = sums
+    return Spend(
+        cost_usd=Decimal(cost or 0), tokens=int(tokens or 0), runs=int(runs or 0)
+    )
 
 
 class AgentRunQuerySet(VersionedQuerySet):
@@ -75,21 +96,8 @@ class AgentRunQuerySet(VersionedQuerySet):
 
         Tokens count cache writes and reads too, as `AgentRun.total_tokens`.
         """
-        sums = self.aggregate(
-            cost=Sum("cost_usd"),
-            tokens=Sum(
-                F("input_tokens")
-                + F("output_tokens")
-                + F("cache_write_tokens")
-                + F("cache_read_tokens")
-            ),
-            runs=Count("id"),
-        )
-        return Spend(
-            cost_usd=Decimal(sums["cost"] or 0),
-            tokens=int(sums["tokens"] or 0),
-            runs=int(sums["runs"] or 0),
-        )
+        sums = self.aggregate(**SPEND_SUMS)
+        return _spend(sums[name] for name in SPEND_SUMS)
 
     def with_health(self) -> AgentRunQuerySet:
         """Annotate `health` (docs/domain/fleet.md#productivity), computed in SQL.
@@ -225,6 +233,25 @@ class AgentRun(LoggedStateModel):
 
     def event_fields(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "data": {self.event_id_key: self.pk}}
+
+    @classmethod
+    def spend_of_task(cls, task_pk: int) -> Spend:
+        """What one task's runs spent (`AgentRunQuerySet.spend`), compiled
+        once per process: every step reads it (the task's budget, its
+        progress comment)."""
+        rows = value_rows(
+            cls,
+            "fleet.agentrun.spend_of_task",
+            lambda task: (
+                cls.objects.filter(task_id=task)
+                .order_by()
+                .values("task_id")
+                .annotate(**SPEND_SUMS)
+                .values_list(*SPEND_SUMS)
+            ),
+            task_pk,
+        )
+        return _spend(rows[0] if rows else (None, None, None))
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.closed_issues = sorted(set(self.closed_issues))
