@@ -19,12 +19,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import connections, router, transaction
+from django.db.models import Model, Q
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from codex.core.querysets import VersionedQuerySet
 from codex.core.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
 
 if TYPE_CHECKING:
@@ -34,6 +33,21 @@ if TYPE_CHECKING:
 def lease_is_free(now: datetime) -> Q:
     """Rows whose lease nobody holds or whose holder let it expire."""
     return Q(lease_holder__isnull=True) | Q(lease_expires_at__lte=now)
+
+
+def lease_clause(
+    model: type[Model], connection: Any, now: datetime, holder: str | None
+) -> tuple[str, list]:
+    """`lease_is_free(now)`, or held by `holder` when one is given, as SQL
+    and its parameters: for statements written out directly."""
+    quote = connection.ops.quote_name
+    expires = model._meta.get_field("lease_expires_at")
+    sql = f"{quote('lease_holder')} IS NULL OR {quote(expires.column)} <= %s"
+    params = [expires.get_db_prep_value(now, connection)]
+    if holder:
+        sql += f" OR {quote('lease_holder')} = %s"
+        params.append(holder)
+    return sql, params
 
 
 class LeaseMethods:
@@ -55,15 +69,39 @@ class LeaseMethods:
             and self.lease_expires_at > timezone.now()
         )
 
-    def _lease_update(self, condition: Q, **values: Any) -> bool:
-        """One conditional UPDATE that also bumps the version; True if it applied."""
+    def _lease_update(
+        self, *, holder: str | None = None, free_at: datetime | None = None, **values
+    ) -> bool:
+        """One conditional UPDATE of the row at the version read, held by
+        `holder` (or free at `free_at` too, when given; with neither, whoever
+        holds it), that also bumps the version. True if it applied.
+
+        Written out directly, not compiled from a queryset: every step takes
+        and gives back its task's lease."""
+        model = type(self)
+        connection = connections[router.db_for_write(model, instance=self)]
+        quote = connection.ops.quote_name
+        meta = model._meta
         values["updated_at"] = timezone.now()
-        count = (
-            VersionedQuerySet(type(self))
-            .filter(pk=self.pk, version=self.version)
-            .filter(condition)
-            ._update_with_version(**values)
-        )
+        assignments = [f"{quote('version')} = {quote('version')} + 1"]
+        params: list = []
+        for name, value in values.items():
+            field = meta.get_field(name)
+            assignments.append(f"{quote(field.column)} = %s")
+            params.append(field.get_db_prep_save(value, connection))
+        where = f"{quote(meta.pk.column)} = %s AND {quote('version')} = %s"
+        params += [meta.pk.get_db_prep_value(self.pk, connection), self.version]
+        if free_at is not None:
+            clause, clause_params = lease_clause(model, connection, free_at, holder)
+            where += f" AND ({clause})"
+            params += clause_params
+        elif holder:
+            where += f" AND {quote('lease_holder')} = %s"
+            params.append(holder)
+        sql = f"UPDATE {quote(meta.db_table)} SET {', '.join(assignments)}"
+        with connection.cursor() as cursor:
+            cursor.execute(f"{sql} WHERE {where}", params)
+            count = cursor.rowcount
         if count:
             self.version += 1
             for name, value in values.items():
@@ -97,7 +135,8 @@ class LeaseMethods:
             )
             previous_holder = self.lease_holder
             applied = self._lease_update(
-                lease_is_free(now) | Q(lease_holder=holder),
+                holder=holder,
+                free_at=now,
                 lease_holder=holder,
                 lease_expires_at=now + timedelta(seconds=settings.CODEX_LEASE_SECONDS),
             )
@@ -237,12 +276,12 @@ class LeaseMethods:
         if not holder:
             raise LeaseRequired(f"{self} has no lease to renew")
         expires = timezone.now() + timedelta(seconds=settings.CODEX_LEASE_SECONDS)
-        if not self._lease_update(Q(lease_holder=holder), lease_expires_at=expires):
+        if not self._lease_update(holder=holder, lease_expires_at=expires):
             self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
             if self.lease_holder != holder:
                 self._held_lease = None
                 raise LeaseUnavailable(self, self.lease_holder, self.lease_expires_at)
-            if not self._lease_update(Q(lease_holder=holder), lease_expires_at=expires):
+            if not self._lease_update(holder=holder, lease_expires_at=expires):
                 raise VersionConflict(self, self.version)
 
     def keep_lease_alive(self, holder: str) -> bool:
@@ -266,15 +305,13 @@ class LeaseMethods:
         if not holder:
             return False
         self._held_lease = None
-        if self._lease_update(
-            Q(lease_holder=holder), lease_holder=None, lease_expires_at=None
-        ):
+        if self._lease_update(holder=holder, lease_holder=None, lease_expires_at=None):
             return True
         self.refresh_from_db(fields=["version", "lease_holder", "lease_expires_at"])
         if self.lease_holder != holder:
             return False
         return self._lease_update(
-            Q(lease_holder=holder), lease_holder=None, lease_expires_at=None
+            holder=holder, lease_holder=None, lease_expires_at=None
         )
 
     def break_lease(self, *, by: str, reason: str = "") -> str | None:
@@ -292,7 +329,7 @@ class LeaseMethods:
                 raise VersionConflict(self, self.version)
             self.version = locked["version"]
             previous = locked["lease_holder"]
-            self._lease_update(Q(), lease_holder=None, lease_expires_at=None)
+            self._lease_update(lease_holder=None, lease_expires_at=None)
             self._held_lease = None
             self.on_lease_broken(previous, by=by, reason=reason)
         return previous

@@ -39,7 +39,7 @@ from django.db import connections, models, transaction
 from django.db.models import Q
 
 from codex.core.django_internals import FastPathInvariantError
-from codex.core.leases import lease_is_free
+from codex.core.leases import lease_clause, lease_is_free
 
 try:  # psycopg 3, the PostgreSQL driver; absent on an SQLite-only install
     from psycopg import _queries as _psycopg_queries
@@ -176,16 +176,8 @@ def versioned_update_sql(
             return None  # a model instance: the compiler turns it into its key
         assignments.append(f"{quote(field.column)} = %s")
         params.append(field.get_db_prep_save(value, connection))
-    expires = meta.get_field("lease_expires_at")
-    lease = f"{quote('lease_holder')} IS NULL OR {quote(expires.column)} <= %s"
-    params += [
-        meta.pk.get_db_prep_value(pk_val, connection),
-        expected,
-        expires.get_db_prep_value(now, connection),
-    ]
-    if holder:
-        lease += f" OR {quote('lease_holder')} = %s"
-        params.append(holder)
+    lease, lease_params = lease_clause(type(obj), connection, now, holder)
+    params += [meta.pk.get_db_prep_value(pk_val, connection), expected, *lease_params]
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {', '.join(assignments)} "
         f"WHERE {quote(meta.pk.column)} = %s AND {quote('version')} = %s "

@@ -84,8 +84,8 @@ class TestAcquire:
         attempts = []
         original = Task._lease_update
 
-        def counting_update(obj, condition, **values):
-            applied = original(obj, condition, **values)
+        def counting_update(obj, **values):
+            applied = original(obj, **values)
             attempts.append(applied)
             return applied
 

@@ -1,8 +1,8 @@
 """The statements every job or every change of a task sends beside its
 lookups (the task's spend, the progress comment's schedule, a worker's claim
-of the job it starts) compile no queryset after the first: each is compiled
-once per process or sent as written. Their results are checked by their own
-tests; this one fails when one of them goes back to a queryset."""
+of the job it starts, the task's lease) compile no queryset after the first:
+each is compiled once per process or sent as written. Their results are
+checked by their own tests; this one fails when one goes back to a queryset."""
 
 from __future__ import annotations
 
@@ -81,3 +81,15 @@ def test_the_progress_comments_schedule_is_sent_as_written(compiled):
     with transaction.atomic():
         assert ProgressEdit.request(task.pk) is not None
     assert compiled == []
+
+
+@pytest.mark.django_db
+def test_a_tasks_lease_is_taken_and_given_back_as_written(compiled):
+    task = make_task()
+    compiled.clear()
+    task.acquire_lease("worker:a")
+    task.renew_lease()
+    assert task.release_lease()
+    assert compiled == []
+    task.refresh_from_db()
+    assert (task.lease_holder, task.lease_expires_at) == (None, None)
