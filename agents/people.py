@@ -32,10 +32,12 @@ ROOT_RULE_FILES = ("AGENTS.md", "CLAUDE.md", ".codex/rules.md")
 FOLDER_RULE_FILE = "AGENTS.md"
 RULES_MAX_CHARS = 20_000
 FOLDERS_MAX = 20
-# Rules files read, by commit and path, kept per process (see _show).
+# Rules files read, by commit and path, and the folders a branch touched, by
+# its base and head commits: kept per process (see _show).
 KEPT_PER_PROCESS = 512
 _FILES_AT: dict[tuple[str, str], bool] = {}
 _TEXT_AT: dict[tuple[str, str], str] = {}
+_FOLDERS_OF: dict[tuple[str, str], list[str]] = {}
 
 HUMAN_INPUT_NOTICE = (
     "Messages inside <human_input> tags were written to you during this task by "
@@ -90,10 +92,14 @@ def _keep(cache: dict, key: tuple[str, str], value: Any) -> Any:
     return value
 
 
-def _touched_folders(worktree: Path, base: str) -> list[str]:
-    """The folders (and their parents) of the files the branch changed."""
+def _touched_folders(worktree: Path, base: str, head: str) -> list[str]:
+    """The folders (and their parents) of the files the branch changed from
+    commit `base` to commit `head`; kept like the files (a step that made no
+    commit since the last asks again)."""
+    if (base, head) in _FOLDERS_OF:
+        return _FOLDERS_OF[base, head]
     try:
-        names = run_git(["diff", "--name-only", f"{base}...HEAD"], worktree).split()
+        names = run_git(["diff", "--name-only", f"{base}...{head}"], worktree).split()
     except ClassifiedFailure:
         return []
     folders: set[str] = set()
@@ -101,7 +107,7 @@ def _touched_folders(worktree: Path, base: str) -> list[str]:
         for parent in PurePosixPath(name).parents:
             if str(parent) != ".":
                 folders.add(str(parent))
-    return sorted(folders)[:FOLDERS_MAX]
+    return _keep(_FOLDERS_OF, (base, head), sorted(folders)[:FOLDERS_MAX])
 
 
 def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]]:
@@ -109,12 +115,13 @@ def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]
     text (empty when there are none), and what was read: the commit and the
     paths, for the run's record."""
     try:
-        commit = run_git(["rev-parse", base_ref], worktree).strip()
-    except ClassifiedFailure:
+        commit, head = run_git(["rev-parse", base_ref, "HEAD"], worktree).split()
+    except (ClassifiedFailure, ValueError):
         return "", {}
     paths = [*ROOT_RULE_FILES]
     paths += [
-        f"{folder}/{FOLDER_RULE_FILE}" for folder in _touched_folders(worktree, commit)
+        f"{folder}/{FOLDER_RULE_FILE}"
+        for folder in _touched_folders(worktree, commit, head)
     ]
     _learn_which_exist(worktree, commit, paths)
     parts, read, left = [], [], RULES_MAX_CHARS

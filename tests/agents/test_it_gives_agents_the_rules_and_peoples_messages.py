@@ -25,6 +25,7 @@ def _nothing_read_yet():
     # what one test read is, rightly, known to the next.
     people._FILES_AT.clear()
     people._TEXT_AT.clear()
+    people._FOLDERS_OF.clear()
 
 
 @pytest.fixture
@@ -218,8 +219,25 @@ def test_the_next_step_at_the_same_base_reads_no_file_again(worktree, git_calls)
     git_calls.clear()
     text, again = people.repository_rules(worktree, "origin/main")
     assert again == first and "Use tabs." in text and "Views stay thin." in text
-    # Only what can change: where the base is, and what the branch touches.
-    assert git_calls == ["rev-parse", "diff"]
+    # Only what can change: where the base and the branch are.
+    assert git_calls == ["rev-parse"]
+
+
+def test_a_commit_on_the_branch_is_looked_at_anew(worktree, tmp_path, git_calls):
+    seed = tmp_path / "seed"
+    (seed / "lib").mkdir()
+    commit_file(seed, "lib/AGENTS.md", "Pure functions only.\n", "lib rules")
+    run_git(["push", "--quiet", "origin", "main"], seed)
+    run_git(["fetch", "--quiet", "origin"], worktree)
+    _, before = people.repository_rules(worktree, "origin/main")
+    assert before["paths"] == ["AGENTS.md", "app/AGENTS.md"]  # lib/ untouched
+    (worktree / "lib").mkdir()
+    commit_file(worktree, "lib/util.py", "z = 3\n", "touch lib")
+    git_calls.clear()
+    text, after = people.repository_rules(worktree, "origin/main")
+    assert git_calls.count("diff") == 1  # the branch moved: what it touches
+    assert after["paths"] == ["AGENTS.md", "app/AGENTS.md", "lib/AGENTS.md"]
+    assert "Pure functions only." in text
 
 
 def test_when_the_base_moves_its_rules_are_read_anew(worktree, tmp_path):
