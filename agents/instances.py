@@ -55,6 +55,7 @@ from django_fsm import TransitionNotAllowed
 from agents.domain_tools import role_of
 from codex.core.compiled_query import first_row
 from codex.core.models import VersionConflict
+from codex.core.plain_updates import update_row
 from codex.fleet.models import (
     AgentInstance,
     AgentRun,
@@ -147,7 +148,7 @@ def begin_phase_instance(
         instance.attach_process(**process)
     if run is not None and run.instance_id is None:
         # Not state: no version bump (the worker holds the run object).
-        AgentRun._base_manager.filter(pk=run.pk).update(instance=instance)
+        update_row(AgentRun, run.pk, {"instance_id": instance.pk})
         run.instance_id = instance.pk
     return instance
 

@@ -62,7 +62,7 @@ from agents.sandbox import Sandbox
 from agents.setup import ensure_setup
 from agents.tools import Tool, ToolRecord
 from codex.repositories.forge import Forge, get_forge
-from codex.tasks.models import Learning
+from codex.tasks.models import Artifact, Learning
 from codex.tasks.runners import PhaseResult
 from codex.tasks.spend_caps import cap_reached
 from integrations.anthropic.client import (
@@ -115,18 +115,8 @@ def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
 
 
 def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:
-    """The newest content of each named artifact the task has, in one query
-    (a document is stored again only when a phase is redone, so older
-    versions are few)."""
-    if not names:
-        return {}
-    documents: dict[str, str] = {}
-    newest_first = task.artifacts.filter(name__in=names).order_by(
-        "name", "-created_at", "-id"
-    )
-    for name, content in newest_first.values_list("name", "content"):
-        documents.setdefault(name, content)
-    return {name: documents[name] for name in names if name in documents}
+    """The newest content of each named artifact the task has, in one query."""
+    return Artifact.latest_of(task.pk, names)
 
 
 class AgentPhaseRunner:

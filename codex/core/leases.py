@@ -24,6 +24,7 @@ from django.db.models import Model, Q
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
+from codex.core.plain_updates import update_row
 from codex.core.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
 
 if TYPE_CHECKING:
@@ -76,32 +77,28 @@ class LeaseMethods:
         `holder` (or free at `free_at` too, when given; with neither, whoever
         holds it), that also bumps the version. True if it applied.
 
-        Written out directly, not compiled from a queryset: every step takes
-        and gives back its task's lease."""
+        Written out directly (codex.core.plain_updates), not compiled from a
+        queryset: every step takes and gives back its task's lease."""
         model = type(self)
-        connection = connections[router.db_for_write(model, instance=self)]
+        connection = connections[router.db_for_write(model)]
         quote = connection.ops.quote_name
-        meta = model._meta
         values["updated_at"] = timezone.now()
-        assignments = [f"{quote('version')} = {quote('version')} + 1"]
-        params: list = []
-        for name, value in values.items():
-            field = meta.get_field(name)
-            assignments.append(f"{quote(field.column)} = %s")
-            params.append(field.get_db_prep_save(value, connection))
-        where = f"{quote(meta.pk.column)} = %s AND {quote('version')} = %s"
-        params += [meta.pk.get_db_prep_value(self.pk, connection), self.version]
+        condition, params = f"{quote('version')} = %s", [self.version]
         if free_at is not None:
-            clause, clause_params = lease_clause(model, connection, free_at, holder)
-            where += f" AND ({clause})"
-            params += clause_params
+            lease, lease_params = lease_clause(model, connection, free_at, holder)
+            condition += f" AND ({lease})"
+            params += lease_params
         elif holder:
-            where += f" AND {quote('lease_holder')} = %s"
+            condition += f" AND {quote('lease_holder')} = %s"
             params.append(holder)
-        sql = f"UPDATE {quote(meta.db_table)} SET {', '.join(assignments)}"
-        with connection.cursor() as cursor:
-            cursor.execute(f"{sql} WHERE {where}", params)
-            count = cursor.rowcount
+        count = update_row(
+            model,
+            self.pk,
+            values,
+            condition=condition,
+            condition_params=params,
+            bump_version=True,
+        )
         if count:
             self.version += 1
             for name, value in values.items():

@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from codex.core.compiled_query import first_row
 from codex.core.models import SideEffect, SideEffectStatus
+from codex.core.plain_updates import update_row
 
 Result = dict[str, Any]
 
@@ -199,11 +200,15 @@ def settle(key: str, result: Result, *, prefix: bool = False) -> bool:
 
 
 def _finish(record: SideEffect, result: Result, *, found_by_lookup: bool) -> Result:
-    # One UPDATE, atomic by itself: no transaction around it.
-    SideEffect.objects.filter(pk=record.pk).update(
-        status=SideEffectStatus.DONE,
-        result=result,
-        done_at=timezone.now(),
-        found_by_lookup=found_by_lookup,
+    # One UPDATE, atomic by itself (no transaction around it), sent as written.
+    update_row(
+        SideEffect,
+        record.pk,
+        {
+            "status": SideEffectStatus.DONE,
+            "result": result,
+            "done_at": timezone.now(),
+            "found_by_lookup": found_by_lookup,
+        },
     )
     return result

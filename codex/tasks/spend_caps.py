@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 
 from codex.fleet.models import AgentRun
 from codex.repositories.models import Repository
@@ -37,10 +37,13 @@ def _spent(runs) -> Decimal:
 
 def cap_reached(repository: Repository) -> str | None:
     """Why a new agent step on `repository` must wait, or None."""
-    since = month_start()
-    this_month = AgentRun.objects.filter(started_at__gte=since)
+
+    # Built only where a cap applies: every step asks, and most have none.
+    def this_month() -> QuerySet:
+        return AgentRun.objects.filter(started_at__gte=month_start())
+
     if repository.monthly_cap_usd is not None:
-        spent = _spent(this_month.filter(task__repository=repository))
+        spent = _spent(this_month().filter(task__repository=repository))
         if spent >= repository.monthly_cap_usd:
             return (
                 f"{repository.full_name} spent ${spent:.2f} of its monthly cap "
@@ -49,7 +52,7 @@ def cap_reached(repository: Repository) -> str | None:
             )
     cap = installation_cap()
     if cap is not None:
-        spent = _spent(this_month)
+        spent = _spent(this_month())
         if spent >= cap:
             return (
                 f"the installation spent ${spent:.2f} of its monthly cap "

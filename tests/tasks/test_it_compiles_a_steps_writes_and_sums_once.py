@@ -1,21 +1,27 @@
 """The statements every job or every change of a task sends beside its
-lookups (the task's spend, the progress comment's schedule, a worker's claim
-of the job it starts, the task's lease) compile no queryset after the first:
-each is compiled once per process or sent as written. Their results are
-checked by their own tests; this one fails when one goes back to a queryset."""
+lookups (the task's spend and documents, the latest review, the progress
+comment's schedule, a worker's claim of the job it starts, the task's lease)
+compile no queryset after the first: each is compiled once per process or
+sent as written. Their results are checked by their own tests too; this one
+fails when one goes back to a queryset."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from django.db import transaction
 from django.db.models.sql import compiler as sql
+from django.utils import timezone
 from django_q.models import OrmQ
 
+from agents.phase_runner import latest_documents
 from codex.core.brokers import ClaimingORM
 from codex.core.queue import job_row
-from codex.fleet.models import AgentRun
-from codex.tasks.models import ProgressEdit
+from codex.fleet.models import AgentInstance, AgentRun
+from codex.tasks.models import Artifact, ProgressEdit, ReviewReport
 from tests.factories import make_task
+from tests.fleet.factories import make_instance
 
 COMPILERS = (
     sql.SQLCompiler,
@@ -93,3 +99,30 @@ def test_a_tasks_lease_is_taken_and_given_back_as_written(compiled):
     assert compiled == []
     task.refresh_from_db()
     assert (task.lease_holder, task.lease_expires_at) == (None, None)
+
+
+@pytest.mark.django_db
+def test_a_steps_documents_and_review_counts_are_compiled_once(compiled):
+    task = make_task()
+    Artifact.store_all(task, {"spec.md": "old spec"})
+    Artifact.objects.filter(task=task).update(
+        created_at=timezone.now() - timedelta(minutes=1)
+    )
+    Artifact.store_all(task, {"spec.md": "new spec", "plan.md": "the plan"})
+    coding = make_instance(task=task, issue_number=5)
+    planner = make_instance("planning", repository=coding.repository)
+    numbers = AgentInstance.objects.all()
+    for _ in range(2):  # the first compiles, the second may not
+        compiled.clear()
+        assert numbers._highest_agent_number(coding.repository, "coding", 5) == 1
+        assert numbers._highest_agent_number(coding.repository, "coding", 6) == 0
+        assert numbers._highest_agent_number(planner.repository, "planning", None) == 1
+        documents = latest_documents(task, ("spec.md", "plan.md", "tasks.md"))
+        assert documents == {"spec.md": "new spec", "plan.md": "the plan"}
+        assert latest_documents(task, ("plan.md",)) == {"plan.md": "the plan"}
+        assert task.latest_review_report() is None
+        assert coding.current_review_iteration() == 0
+    assert compiled == []
+    ReviewReport.objects.create(task=task, cycle=1, pr_url="https://x/1")
+    newest = ReviewReport.objects.create(task=task, cycle=2, pr_url="https://x/1")
+    assert task.latest_review_report() == newest

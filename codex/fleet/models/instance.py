@@ -13,6 +13,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
+from codex.core.compiled_query import value_rows
 from codex.core.logged_state import LoggedStateModel, positive
 from codex.events.models import Event, EventKind
 from codex.fleet.models import guards
@@ -27,6 +28,7 @@ from codex.fleet.models.instance_queryset import (
     AgentInstanceQuerySet,
     ParallelLimitReached,  # noqa: F401
 )
+from codex.fleet.models.relationship import InstanceRelationship
 
 
 class AgentInstance(LoggedStateModel):
@@ -309,12 +311,22 @@ class AgentInstance(LoggedStateModel):
 
     def current_review_iteration(self) -> int:
         """The highest review iteration spawned from this instance (0 if none)."""
-        return (
-            self.child_relationships.filter(
-                relationship_type=RelationshipType.SPAWNED_REVIEW
-            ).aggregate(highest=Max("review_iteration"))["highest"]
-            or 0
-        )
+        # Read at every review's start and by its guard: compiled once.
+        [(highest,)] = value_rows(
+            InstanceRelationship,
+            "fleet.instance.current_review_iteration",
+            lambda parent: (
+                InstanceRelationship.objects.filter(
+                    parent_id=parent, relationship_type=RelationshipType.SPAWNED_REVIEW
+                )
+                .order_by()
+                .values("parent_id")
+                .annotate(highest=Max("review_iteration"))
+                .values_list("highest")
+            ),
+            self.pk,
+        ) or [(0,)]
+        return highest or 0
 
     def tool_events(self) -> models.QuerySet[Event]:
         """This instance's tool calls from the event log, oldest first."""

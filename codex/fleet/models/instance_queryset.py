@@ -11,6 +11,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import Coalesce
 
+from codex.core.compiled_query import value_rows
 from codex.core.models import VersionedQuerySet
 from codex.fleet.models.choices import (
     InstanceStatus,
@@ -123,10 +124,8 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         # repository: with many tasks starting at once on 8 workers, 5 tries
         # ran out (a task blocked on "could not allocate a free agent number").
         for _ in range(ALLOCATION_TRIES):
-            taken = self.filter(
-                repository=repository, type=type, issue_number=issue_number
-            ).aggregate(highest=Max("agent_number"))["highest"]
-            agent_number = (taken or 0) + 1
+            taken = self._highest_agent_number(repository, type, issue_number)
+            agent_number = taken + 1
             instance = self.model(
                 type=type,
                 repository=repository,
@@ -202,6 +201,30 @@ class AgentInstanceQuerySet(VersionedQuerySet):
                 "parent_status": parent.status,
             },
         )
+
+    def _highest_agent_number(
+        self, repository: Any, type: str, issue_number: int | None
+    ) -> int:
+        """The highest agent number taken for `repository`, `type` and
+        `issue_number` (0 when none is): compiled once per process, as every
+        phase's first step starts an instance."""
+        model = self.model
+        keys = (repository.pk, type) + (() if issue_number is None else (issue_number,))
+        rows = value_rows(
+            model,
+            f"fleet.instance.highest_agent_number.{len(keys)}",
+            lambda repository, kind, issue=None: (
+                model.objects.filter(
+                    repository_id=repository, type=kind, issue_number=issue
+                )
+                .order_by()
+                .values("repository_id")
+                .annotate(highest=Max("agent_number"))
+                .values_list("highest")
+            ),
+            *keys,
+        )
+        return (rows[0][0] if rows else None) or 0
 
     def _check_parallel_limit(
         self, repository, issue_number: int | None, task=None

@@ -7,6 +7,8 @@ import hashlib
 from django.db import models
 from django.utils import timezone
 
+from codex.core.compiled_query import value_rows
+
 # Which container each document lives in (docs/domain/tasks.md#artifacts).
 CONTAINERS = {
     "spec.md": "agent-spec",
@@ -56,6 +58,30 @@ class Artifact(models.Model):
     def path(self) -> str:
         """The storage name: {container}/{task_id}/{name}."""
         return f"{self.container}/{self.task.task_id}/{self.name}"
+
+    @classmethod
+    def latest_of(cls, task_pk: int, names: tuple[str, ...]) -> dict[str, str]:
+        """The newest content of each named document the task has, in one
+        query compiled once per process and number of names (every step
+        reads its phase's documents; a document is stored again only when a
+        phase is redone, so older versions are few)."""
+        if not names:
+            return {}
+        rows = value_rows(
+            cls,
+            f"tasks.artifact.latest_of.{len(names)}",
+            lambda task, *slots: (
+                cls.objects.filter(task_id=task, name__in=slots)
+                .order_by("name", "-created_at", "-id")
+                .values_list("name", "content")
+            ),
+            task_pk,
+            *names,
+        )
+        documents: dict[str, str] = {}
+        for name, content in rows:
+            documents.setdefault(name, content)
+        return {name: documents[name] for name in names if name in documents}
 
     @classmethod
     def store_all(cls, task, documents: dict[str, str]) -> list[str]:

@@ -14,6 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 from django_fsm import FSMField
 
+from codex.core.compiled_query import first_row
 from codex.core.logged_state import default_reason
 from codex.core.models import VersionedLeasedModel
 from codex.core.queue import enqueue_not_before
@@ -32,6 +33,7 @@ from codex.tasks.models.gate_transitions import GateTransitions
 from codex.tasks.models.phase_transitions import PhaseTransitions
 from codex.tasks.models.progress_edit import ProgressEdit
 from codex.tasks.models.queryset import IMMUTABLE_FIELDS, TaskQuerySet
+from codex.tasks.models.reports import ReviewReport
 from codex.tasks.models.status_transitions import StatusTransitions
 from codex.tasks.models.task_actions import TaskActions
 from codex.tasks.models.task_writes import TaskWrites
@@ -372,11 +374,21 @@ class Task(
         return self.verification_reports.order_by("-cycle").first()
 
     def latest_review_report(self):
-        return self.review_reports.order_by("-cycle").first()
+        # Read by the guards of every step after a review: compiled once.
+        return first_row(
+            ReviewReport,
+            "tasks.reviewreport.latest",
+            _newest_review_report,
+            self.pk,
+        )
 
     def available_status_actions(self) -> list[str]:
         """Status transitions allowed now (guards included), by name."""
         return [t.name for t in self.get_available_status_transitions()]
+
+
+def _newest_review_report(task: Any) -> models.QuerySet:
+    return ReviewReport.objects.filter(task_id=task).order_by("-cycle")[:1]
 
 
 def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
