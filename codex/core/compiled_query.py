@@ -15,7 +15,7 @@ one verified raises FastPathInvariantError when it is built.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import connections, router
@@ -25,38 +25,72 @@ from django.db.models.query import get_related_populators
 from codex.core.django_internals import FastPathInvariantError
 
 
-class CompiledQuery:
-    """A queryset of model instances (select_related and annotations allowed)
-    compiled once with `slots` standing for its parameters; `first(*values)`
-    runs it with `values` there instead, in the same order.
+class CompiledValues:
+    """A queryset compiled once with `slots` standing for its parameters;
+    `all(*values)` runs it with `values` there instead, in the same order,
+    and returns its rows as tuples (a values_list queryset, aggregates
+    allowed) through the compiler's own converters (a Decimal sum is a
+    Decimal on SQLite too).
 
     Each run goes through a cursor of the queryset's database, so it is logged
-    and counted like any other query; rows become instances as ModelIterable
-    makes them, with the compiler's own converters, related populators and
-    annotation columns. Build one per database (the SQL is the backend's).
+    and counted like any other query. Build one per database (the SQL is the
+    backend's).
     """
 
     def __init__(self, queryset: QuerySet, *slots: Any) -> None:
-        using = queryset.db
-        compiler = queryset.query.get_compiler(using=using)
-        self.sql, params = compiler.as_sql()
+        self.using = queryset.db
+        self.compiler = queryset.query.get_compiler(using=self.using)
+        self.sql, params = self.compiler.as_sql()
         self.params = list(params)
         for slot in slots:
             if self.params.count(slot) != 1:
                 raise ValueError(f"{slot!r} must be exactly one parameter of the query")
         self.slots = [self.params.index(slot) for slot in slots]
-        self.using = using
-        self.compiler = compiler
-        select, klass_info = compiler.select, compiler.klass_info
-        check_compiled_shape(self.sql, klass_info, queryset)
+        self.check_shape(queryset)
+
+    def check_shape(self, queryset: QuerySet) -> None:
+        if not self.sql.lstrip().upper().startswith("SELECT"):
+            raise FastPathInvariantError(
+                f"the compiled query is not a SELECT: {self.sql[:60]}"
+            )
+
+    def all(self, *values: Any) -> list:
+        """Every row with `values` in the slots, in the query's order."""
+        return [tuple(row) for row in self._rows(values, limit=None)]
+
+    def _rows(self, values: tuple, limit: int | None) -> Iterator:
+        if len(values) != len(self.slots):
+            raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
+        params = list(self.params)
+        for slot, value in zip(self.slots, values, strict=True):
+            params[slot] = value
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit)
+        return self.compiler.results_iter([rows])
+
+
+class CompiledQuery(CompiledValues):
+    """A queryset of model instances (select_related and annotations allowed)
+    compiled once as CompiledValues is; `first(*values)` and `all(*values)`
+    return instances: rows become instances as ModelIterable makes them, with
+    the compiler's own converters, related populators and annotation columns.
+    """
+
+    def __init__(self, queryset: QuerySet, *slots: Any) -> None:
+        super().__init__(queryset, *slots)
+        select, klass_info = self.compiler.select, self.compiler.klass_info
         self.model = klass_info["model"]
         fields = klass_info["select_fields"]
         self.model_columns = slice(fields[0], fields[-1] + 1)
         self.init_list = [
             column[0].target.attname for column in select[self.model_columns]
         ]
-        self.related_populators = get_related_populators(klass_info, select, using)
-        self.annotation_col_map = compiler.annotation_col_map
+        self.related_populators = get_related_populators(klass_info, select, self.using)
+        self.annotation_col_map = self.compiler.annotation_col_map
+
+    def check_shape(self, queryset: QuerySet) -> None:
+        check_compiled_shape(self.sql, self.compiler.klass_info, queryset)
 
     def first(self, *values: Any) -> Model | None:
         """The first row's instance with `values` in the slots, or None."""
@@ -68,16 +102,8 @@ class CompiledQuery:
         return self._instances(values, limit=None)
 
     def _instances(self, values: tuple, limit: int | None) -> list[Model]:
-        if len(values) != len(self.slots):
-            raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
-        params = list(self.params)
-        for slot, value in zip(self.slots, values, strict=True):
-            params[slot] = value
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(self.sql, params)
-            rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit)
         instances = []
-        for row in self.compiler.results_iter([rows]):
+        for row in self._rows(values, limit):
             instance = self.model.from_db(
                 self.using, self.init_list, row[self.model_columns]
             )
@@ -153,39 +179,6 @@ def all_rows(
     rules): the hot lists of a worker's step, such as the task's pending
     control requests. Give the queryset its ordering."""
     return _compiled_with_slots(model, name, build, values).all(*values)
-
-
-class CompiledValues:
-    """A values_list queryset (aggregates allowed) compiled once like
-    CompiledQuery; `all(*values)` runs it and returns its rows as tuples,
-    through the compiler's own converters (a Decimal sum is a Decimal on
-    SQLite too)."""
-
-    def __init__(self, queryset: QuerySet, *slots: Any) -> None:
-        self.using = queryset.db
-        self.compiler = queryset.query.get_compiler(using=self.using)
-        self.sql, params = self.compiler.as_sql()
-        if not self.sql.lstrip().upper().startswith("SELECT"):
-            raise FastPathInvariantError(
-                f"the compiled query is not a SELECT: {self.sql[:60]}"
-            )
-        self.params = list(params)
-        for slot in slots:
-            if self.params.count(slot) != 1:
-                raise ValueError(f"{slot!r} must be exactly one parameter of the query")
-        self.slots = [self.params.index(slot) for slot in slots]
-
-    def all(self, *values: Any) -> list[tuple]:
-        """Every row with `values` in the slots, in the query's order."""
-        if len(values) != len(self.slots):
-            raise TypeError(f"{len(self.slots)} values expected, not {len(values)}")
-        params = list(self.params)
-        for slot, value in zip(self.slots, values, strict=True):
-            params[slot] = value
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(self.sql, params)
-            rows = cursor.fetchall()
-        return [tuple(row) for row in self.compiler.results_iter([rows])]
 
 
 def value_rows(
