@@ -94,8 +94,8 @@ def _keep(cache: dict, key: tuple[str, str], value: Any) -> Any:
 
 def _touched_folders(worktree: Path, base: str, head: str) -> list[str]:
     """The folders (and their parents) of the files the branch changed from
-    commit `base` to commit `head`; kept like the files (a step that made no
-    commit since the last asks again)."""
+    commit `base` to commit `head`; kept like the files (only a step after
+    a new commit, or a moved base, runs the diff)."""
     if (base, head) in _FOLDERS_OF:
         return _FOLDERS_OF[base, head]
     try:

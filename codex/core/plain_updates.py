@@ -5,8 +5,9 @@ given back, a side effect's record closed, a run linked to its instance):
 building each through a queryset and its compiler cost more CPU than sending
 it (docs/architecture.md#fast-path). The SQL is plain (PostgreSQL and
 SQLite alike) and each value goes through its field's `get_db_prep_save`, as
-the ORM's UPDATE would send it. Values that need the compiler (expressions,
-model instances) are refused.
+the ORM's UPDATE would send it. What needs the compiler is refused:
+expressions, model instances, fields with their own placeholder, and fields
+that are not a column of the model's own table.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def update_row(
         if hasattr(value, "resolve_expression") or isinstance(value, Model):
             raise TypeError(f"{name}: a plain value is needed, not {value!r}")
         field = meta.get_field(name)
+        if (
+            not field.concrete
+            or field.many_to_many
+            or field.model._meta.concrete_model is not meta.concrete_model
+            or hasattr(field, "get_placeholder")
+        ):
+            raise TypeError(f"{name}: a column of {meta.db_table} written as is")
         assignments.append(f"{quote(field.column)} = %s")
         params.append(field.get_db_prep_save(value, connection))
     sql = (

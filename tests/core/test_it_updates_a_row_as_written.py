@@ -91,3 +91,9 @@ def test_it_refuses_what_needs_the_compiler():
     run = AgentRun.objects.begin(by="worker:1", session_id="s", task=task)
     with pytest.raises(TypeError):
         update_row(AgentRun, run.pk, {"instance": make_instance(task=task)})
+
+
+def test_it_refuses_a_field_that_is_not_a_plain_column():
+    task = make_task()
+    with pytest.raises(TypeError):  # the reverse side of a relation
+        update_row(type(task), task.pk, {"artifacts": None})

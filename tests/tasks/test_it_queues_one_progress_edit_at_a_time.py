@@ -167,6 +167,48 @@ def test_a_change_still_open_when_the_edit_starts_is_read_by_it(task, settings):
     assert len(progress_edits()) == 1, "the open change queued a second edit"
 
 
+@pytest.mark.postgresql
+def test_of_two_changes_at_once_only_the_first_queues_an_edit(task):
+    ProgressEdit.objects.update_or_create(task=task, defaults={"due_at": None})
+    requested, release = threading.Event(), threading.Event()
+    found: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                found["first"] = ProgressEdit.request(task.pk)
+                requested.set()
+                release.wait(30)
+        except BaseException as exc:  # reported to the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            with transaction.atomic():
+                found["second"] = ProgressEdit.request(task.pk)
+        except BaseException as exc:  # reported to the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    one, two = threading.Thread(target=first), threading.Thread(target=second)
+    one.start()
+    assert requested.wait(30)
+    two.start()
+    two.join(1.0)
+    assert two.is_alive(), "the second change did not wait for the first's lock"
+    release.set()
+    one.join(30)
+    two.join(30)
+    assert errors == []
+    # The second read the row as the first committed it: an edit is queued.
+    assert found["first"] is not None and found["second"] is None
+    assert ProgressEdit.objects.get(task=task).due_at == found["first"]
+
+
 def test_an_edit_whose_job_never_came_does_not_silence_the_comment(task, settings):
     toggle(task, 1)
     [queued] = progress_edits()

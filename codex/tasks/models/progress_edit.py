@@ -11,14 +11,17 @@ from django.utils import timezone
 
 # On PostgreSQL each of ProgressEdit's steps is one statement sent as written
 # (every change of every task requests an edit): the lock and the request
-# together, the row's old values read beside its new ones.
+# together, the row's previous values read beside its new ones (a row locked
+# FOR UPDATE is read as last committed, as the ORM's SELECT ... FOR UPDATE
+# read it).
 REQUEST_SQL = (
     'UPDATE "tasks_progressedit" AS edit SET "due_at" = CASE '
-    'WHEN old."due_at" IS NULL OR old."due_at" < %s '
-    'THEN GREATEST(%s, COALESCE(old."edited_at" + %s, %s)) ELSE old."due_at" END '
+    'WHEN prev."due_at" IS NULL OR prev."due_at" < %s '
+    'THEN GREATEST(%s, COALESCE(prev."edited_at" + %s, %s)) '
+    'ELSE prev."due_at" END '
     'FROM (SELECT "task_id", "due_at", "edited_at" FROM "tasks_progressedit" '
-    'WHERE "task_id" = %s FOR UPDATE) AS old '
-    'WHERE edit."task_id" = old."task_id" RETURNING old."due_at", edit."due_at"'
+    'WHERE "task_id" = %s FOR UPDATE) AS prev '
+    'WHERE edit."task_id" = prev."task_id" RETURNING prev."due_at", edit."due_at"'
 )
 TAKE_SQL = (
     'UPDATE "tasks_progressedit" SET "due_at" = NULL WHERE "task_id" = '
@@ -88,6 +91,8 @@ class ProgressEdit(models.Model):
 
     @classmethod
     def _request_in_one_statement(cls, task_pk: int) -> datetime | None:
+        # Read before the lock is waited for (the ORM's way read it after):
+        # a due time already past only means the edit runs at once.
         now = timezone.now()
         params = [now - _retry(), now, timedelta(seconds=min_seconds()), now, task_pk]
         with connections[router.db_for_write(cls)].cursor() as cursor:
