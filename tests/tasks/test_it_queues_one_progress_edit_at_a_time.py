@@ -7,6 +7,7 @@ read by it (PostgreSQL, real threads)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -55,6 +56,23 @@ def toggle(task: Task, times: int) -> Task:
 def the_comment(task: Task) -> LocalComment:
     [comment] = LocalComment.objects.filter(body__contains=progress_marker(task))
     return comment
+
+
+def on_own_connection(
+    work: Callable[[], None], errors: list[BaseException]
+) -> threading.Thread:
+    """A thread running `work` on its own connection (closed after); what it
+    raises goes to `errors`, for the test to assert on."""
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    return threading.Thread(target=run)
 
 
 def taken_ids(broker: ClaimingORM) -> list[int]:
@@ -133,29 +151,19 @@ def test_a_change_still_open_when_the_edit_starts_is_read_by_it(task, settings):
 
     def change() -> None:
         # A change that found the edit queued and has not committed yet.
-        try:
-            with transaction.atomic():
-                Task.objects.get(pk=task.pk).perform("resume", by="user:ann")
-                changed.set()
-                release.wait(30)
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+        with transaction.atomic():
+            Task.objects.get(pk=task.pk).perform("resume", by="user:ann")
+            changed.set()
+            release.wait(30)
 
     def edit() -> None:
-        try:
-            results.append(update_progress_comment(task.task_id))
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+        results.append(update_progress_comment(task.task_id))
 
     results: list[str] = []
-    changer = threading.Thread(target=change)
+    changer = on_own_connection(change, errors)
     changer.start()
     assert changed.wait(30)
-    editor = threading.Thread(target=edit)
+    editor = on_own_connection(edit, errors)
     editor.start()
     editor.join(1.0)
     assert editor.is_alive(), "the edit did not wait for the open change"
@@ -175,26 +183,16 @@ def test_of_two_changes_at_once_only_the_first_queues_an_edit(task):
     errors: list[BaseException] = []
 
     def first() -> None:
-        try:
-            with transaction.atomic():
-                found["first"] = ProgressEdit.request(task.pk)
-                requested.set()
-                release.wait(30)
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+        with transaction.atomic():
+            found["first"] = ProgressEdit.request(task.pk)
+            requested.set()
+            release.wait(30)
 
     def second() -> None:
-        try:
-            with transaction.atomic():
-                found["second"] = ProgressEdit.request(task.pk)
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+        with transaction.atomic():
+            found["second"] = ProgressEdit.request(task.pk)
 
-    one, two = threading.Thread(target=first), threading.Thread(target=second)
+    one, two = on_own_connection(first, errors), on_own_connection(second, errors)
     one.start()
     assert requested.wait(30)
     two.start()
@@ -238,18 +236,13 @@ def test_two_edits_at_once_land_in_order(task, settings, monkeypatch):
     errors: list[BaseException] = []
 
     def edit() -> None:
-        try:
-            update_progress_comment(task.task_id)
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+        update_progress_comment(task.task_id)
 
-    first = threading.Thread(target=edit)
+    first = on_own_connection(edit, errors)
     first.start()
     assert editing.wait(30)
     Task.objects.get(pk=task.pk).perform("resume", by="user:ann")
-    second = threading.Thread(target=edit)  # reads "in progress"
+    second = on_own_connection(edit, errors)  # reads "in progress"
     second.start()
     second.join(1.0)
     release.set()
