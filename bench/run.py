@@ -4,15 +4,19 @@
     python -m bench.run --smoke  # CI, about two minutes: var/bench/REPORT.md, ...
 
 Each run drops and recreates a throwaway PostgreSQL database (codex_bench;
-CODEX_BENCH_DB / CODEX_BENCH_PG to change it), migrates it, measures, and drops it.
-Figures 3 and 4 (webhook, pipeline) start gunicorn, a Locust load generator and
-live `manage.py qcluster` workers on it, with the model stub on loopback; their
-jobs and schedules are dropped before a cluster starts, so nothing leaves the
-machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks) changes
-the pipeline's plan. The intake figure's gunicorn runs bench.settings (Codex's
-settings plus the bare ceiling view of bench/bare.py); every other process runs
-Codex's own settings. The full run's figures are only as good as the machine is
-quiet: run it with nothing else on it (`uptime` below 1.5).
+CODEX_BENCH_DB / CODEX_BENCH_PG to change it), migrates it, measures, and drops
+it. Figures 3 and 4 (webhook, pipeline) start gunicorn, a Locust load generator
+and live `manage.py qcluster` workers on it, with the model stub on loopback;
+their jobs and schedules are dropped before a cluster starts, so nothing leaves
+the machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks)
+changes the pipeline's plan. The pipeline's CPU per task is judged against the
+commit its goal was set on, whose own benchmark runs in a git worktree beside
+this one in the same run (CODEX_BENCH_BASELINE: another commit, or none;
+CODEX_BENCH_BASELINE_ROUNDS: how many of its runs, 2, 1 in smoke mode). The
+intake figure's gunicorn runs bench.settings (Codex's settings plus the bare
+ceiling view of bench/bare.py); every other process runs Codex's own settings.
+The full run's figures are only as good as the machine is quiet: run it with
+nothing else on it (`uptime` below 1.5).
 """
 
 from __future__ import annotations
