@@ -282,9 +282,9 @@ def _against_baseline(
     """The baseline's CPU per task at the last run's workers and tasks (see
     bench.pipeline_baseline), alternating with more runs of this code so that
     both see the machine alike: baseline, this code, baseline... for
-    CODEX_BENCH_BASELINE_ROUNDS rounds (2; 1 in smoke mode). Returns this
+    CODEX_BENCH_BASELINE_ROUNDS rounds (3; 1 in smoke mode). Returns this
     code's extra runs, the baseline's, and why the baseline is missing."""
-    rounds = int(os.environ.get("CODEX_BENCH_BASELINE_ROUNDS", 1 if smoke else 2))
+    rounds = int(os.environ.get("CODEX_BENCH_BASELINE_ROUNDS", 1 if smoke else 3))
     workers, tasks = last["workers"], last["tasks"]
     again: list[dict] = []
     baseline: list[dict[str, float]] = []

@@ -12,7 +12,7 @@ the machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks)
 changes the pipeline's plan. The pipeline's CPU per task is judged against the
 commit its goal was set on, whose own benchmark runs in a git worktree beside
 this one in the same run (CODEX_BENCH_BASELINE: another commit, or none;
-CODEX_BENCH_BASELINE_ROUNDS: how many of its runs, 2, 1 in smoke mode). The
+CODEX_BENCH_BASELINE_ROUNDS: how many of its runs, 3, 1 in smoke mode). The
 intake figure's gunicorn runs bench.settings (Codex's settings plus the bare
 ceiling view of bench/bare.py); every other process runs Codex's own settings.
 The full run's figures are only as good as the machine is quiet: run it with
