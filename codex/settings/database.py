@@ -7,7 +7,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from codex.env import env_int, env_str
+from codex.env import env_bool, env_int, env_str
 from codex.settings.base import TESTING, VAR_DIR
 
 # --- Database --------------------------------------------------------------
@@ -38,6 +38,20 @@ elif _database["ENGINE"] not in ("django.db.backends.postgresql",):
     raise ImproperlyConfigured(
         "DATABASE_URL must be postgres://... or sqlite:///...; "
         f"got engine {_database['ENGINE']}"
+    )
+else:
+    # Parameters bound by the server (psycopg's own quoting of every value into
+    # the statement's text was 8 % of a worker's CPU), and a statement a
+    # connection has run CODEX_DB_PREPARE_THRESHOLD times is prepared: the
+    # server parses and plans it once. Behind PgBouncer in transaction mode
+    # before 1.21, set CODEX_DB_PREPARE_THRESHOLD=0 (never prepare) or
+    # CODEX_DB_SERVER_SIDE_BINDING=0. docs/architecture.md, "The fast path".
+    _threshold = env_int("CODEX_DB_PREPARE_THRESHOLD", 5, minimum=0)
+    _database.setdefault("OPTIONS", {}).update(
+        {
+            "server_side_binding": env_bool("CODEX_DB_SERVER_SIDE_BINDING", True),
+            "prepare_threshold": _threshold or None,
+        }
     )
 DATABASES = {"default": _database}
 IS_POSTGRESQL = _database["ENGINE"] == "django.db.backends.postgresql"

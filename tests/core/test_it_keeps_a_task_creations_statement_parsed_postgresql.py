@@ -13,12 +13,20 @@ pytestmark = [pytest.mark.postgresql, pytest.mark.django_db]
 
 
 def test_the_second_creation_reuses_the_parsed_statement():
+    from django.db import connection
     from psycopg import _queries
 
+    # The parse kept is the server-binding one unless that is turned off.
+    options = connection.settings_dict["OPTIONS"]
+    cache = (
+        _queries._query2pg
+        if options.get("server_side_binding")
+        else _queries._query2pg_client
+    )
     repository = make_repository()
     make_task(repository)
-    parsed = _queries._query2pg_client.cache_info()
+    parsed = cache.cache_info()
     make_task(repository)
-    again = _queries._query2pg_client.cache_info()
+    again = cache.cache_info()
     assert again.misses == parsed.misses
     assert again.hits > parsed.hits
