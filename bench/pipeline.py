@@ -34,7 +34,7 @@ Codex's own CPU per task (its workers' Python, PostgreSQL, git) is told apart
 from the repository's tests: one QA test run is measured by itself, the same
 command in the same jail (`qa_run_cpu`), and taken off the workers' child
 processes. Its goal, half of what it was when the goal was set, is judged
-against that code run by its own benchmark in the same run, alternating with
+against that code measured by this harness in the same run, alternating with
 more runs of this code at the most workers (bench.pipeline_baseline): CPU
 seconds follow the machine. Each run's completed tasks are merged pull requests;
 the tokens and dollars their agent runs recorded give the cost per merged pull

@@ -5,14 +5,13 @@ Absolute CPU seconds follow the machine (the same code has measured 0.31 and
 0.54 CPU s per task on two machines here), so the goal, half of what Codex
 spent when the benchmark issue was filed, is judged against that code run on
 this machine now. `measure` checks the commit out into a git worktree beside
-this one and runs its own benchmark there, unchanged (`python -m bench.run
---only pipeline` with its own throwaway database), at the workers and tasks of
-the current figure; its report's `pipeline_codex_cpu_seconds_per_task` row
-carries the split (workers, PostgreSQL, git).
-
-That commit's benchmark stops counting CPU when the last task settles; the
-current one also counts the queue draining after it (the last progress
-comment edits). If anything, the baseline is the smaller for it.
+this one, lays this checkout's `bench` package over the commit's own (one
+harness measures both: the same warm-up, the same CPU window, up to the queue
+drained after the last task), and runs `python -m bench.run --only pipeline`
+there with its own throwaway database, at the workers and tasks of the
+current figure; the report's `pipeline_codex_cpu_seconds_per_task` row
+carries the split (workers, PostgreSQL, git). The harness drives the code
+through tests/live_pipeline.py, whose interface the commit shares.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -51,9 +51,10 @@ def commit() -> str | None:
 
 @contextlib.contextmanager
 def worktree(rev: str, path: Path) -> Iterator[Path]:
-    """A detached git worktree of `rev` at `path`, sharing this checkout's
-    virtual environment and with its bytecode compiled (as this checkout's is
-    by the time its workers are warm), removed afterwards."""
+    """A detached git worktree of `rev` at `path` with this checkout's bench
+    package in place of its own, sharing this checkout's virtual environment
+    and with its bytecode compiled (as this checkout's is by the time its
+    workers are warm), removed afterwards."""
     found = subprocess.run(
         ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
         cwd=ROOT,
@@ -69,6 +70,12 @@ def worktree(rev: str, path: Path) -> Iterator[Path]:
         capture_output=True,
     )
     try:
+        shutil.rmtree(path / "bench")
+        shutil.copytree(
+            ROOT / "bench",
+            path / "bench",
+            ignore=shutil.ignore_patterns("__pycache__", "REPORT.md", "report.json"),
+        )
         venv = ROOT / ".venv"
         if venv.exists():
             (path / ".venv").symlink_to(venv)
@@ -103,6 +110,7 @@ def measure(rev: str, workers: int, tasks: int, root: Path) -> dict[str, float]:
         "CODEX_BENCH_DB": f"{BENCH_DB}_baseline",
         "CODEX_BENCH_PG": PG,
         "CODEX_BENCH_PIPELINE_PLAN": f"{workers}:{tasks}",
+        "CODEX_BENCH_BASELINE": "none",  # it is the baseline
     }
     with worktree(rev, root / "baseline-src") as source, log.open("w") as output:
         done = subprocess.run(
@@ -185,8 +193,9 @@ def codex_cpu_figures(
         base_git = mean(b["git"] for b in baseline)
         against = (
             f"ceiling: the same figure of {rev[:12]} (the code the goal was set "
-            f"on) run by its own benchmark in this run, alternating with this "
-            f"code's runs: workers {mean(b['workers'] for b in baseline):.3f} + "
+            f"on) measured by this benchmark in a worktree in this run, "
+            f"alternating with this code's runs: workers "
+            f"{mean(b['workers'] for b in baseline):.3f} + "
             f"PostgreSQL {mean(b['postgresql'] for b in baseline):.3f} = "
             f"{base_own:.3f}, mean of {len(baseline)} run(s) ("
             + ", ".join(f"{b['own']:.3f}" for b in baseline)

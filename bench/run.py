@@ -10,8 +10,8 @@ and live `manage.py qcluster` workers on it, with the model stub on loopback;
 their jobs and schedules are dropped before a cluster starts, so nothing leaves
 the machine. CODEX_BENCH_PIPELINE_PLAN ("1:6,2:8,4:16,8:32", workers:tasks)
 changes the pipeline's plan. The pipeline's CPU per task is judged against the
-commit its goal was set on, whose own benchmark runs in a git worktree beside
-this one in the same run (CODEX_BENCH_BASELINE: another commit, or none;
+commit its goal was set on, measured by this benchmark in a git worktree of it
+in the same run (CODEX_BENCH_BASELINE: another commit, or none;
 CODEX_BENCH_BASELINE_ROUNDS: how many of its runs, 3, 1 in smoke mode). The
 intake figure's gunicorn runs bench.settings (Codex's settings plus the bare
 ceiling view of bench/bare.py); every other process runs Codex's own settings.
