@@ -218,11 +218,14 @@ def load_settings_environ() -> dict[str, str]:
     }
 
 
-def load_settings(**variables: str) -> subprocess.CompletedProcess:
-    """Import codex.settings in a fresh process with `variables` set."""
+def load_settings(
+    code: str = "import codex.settings", **variables: str
+) -> subprocess.CompletedProcess:
+    """Run `code` (by default, import codex.settings) in a fresh process with
+    `variables` set."""
     environ = {**load_settings_environ(), **variables}
     return subprocess.run(
-        [sys.executable, "-c", "import codex.settings"],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env=environ,
         capture_output=True,
@@ -260,25 +263,14 @@ def test_settings_load_with_defaults(tmp_path):
 
 
 def test_settings_read_the_sandbox_env_and_the_amounts(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from codex import settings as s; "
-            "print(s.CODEX_SANDBOX_ENV, repr(s.CODEX_AGENT_MAX_COST_USD), "
-            "repr(s.CODEX_TASK_MAX_COST_USD))",
-        ],
-        cwd=ROOT,
-        env={
-            **load_settings_environ(),
-            "CODEX_VAR_DIR": str(tmp_path),
-            "DEBUG": "1",
-            "CODEX_SANDBOX_ENV": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1,X=a=b",
-            "CODEX_AGENT_MAX_COST_USD": "2.5",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = load_settings(
+        "from codex import settings as s; "
+        "print(s.CODEX_SANDBOX_ENV, repr(s.CODEX_AGENT_MAX_COST_USD), "
+        "repr(s.CODEX_TASK_MAX_COST_USD))",
+        CODEX_VAR_DIR=str(tmp_path),
+        DEBUG="1",
+        CODEX_SANDBOX_ENV="PYTEST_DISABLE_PLUGIN_AUTOLOAD=1,X=a=b",
+        CODEX_AGENT_MAX_COST_USD="2.5",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[0] == (

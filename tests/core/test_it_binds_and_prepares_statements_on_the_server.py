@@ -7,35 +7,22 @@ statements (CODEX_DB_SERVER_SIDE_BINDING=0, CODEX_DB_PREPARE_THRESHOLD=0)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from tests.factories import make_repository, make_task
-from tests.test_settings_env import ROOT, load_settings_environ
+from tests.test_settings_env import load_settings
 
 
 def database_options(**variables: str) -> dict:
     """settings.DATABASES["default"]["OPTIONS"] in a fresh process, for a
     PostgreSQL DATABASE_URL (no connection is made) and `variables`."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import json; from codex import settings as s; "
-            "print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))",
-        ],
-        cwd=ROOT,
-        env={
-            **load_settings_environ(),
-            "DEBUG": "1",
-            "DATABASE_URL": "postgres://codex@db.invalid:5432/codex",
-            **variables,
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = load_settings(
+        "import json; from codex import settings as s; "
+        "print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))",
+        DEBUG="1",
+        DATABASE_URL="postgres://codex@db.invalid:5432/codex",
+        **variables,
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
