@@ -190,6 +190,38 @@ def value_rows(
     return _compiled_with_slots(model, name, build, values, CompiledValues).all(*values)
 
 
+def aggregate_row(
+    model: type[Model],
+    name: str,
+    build: Callable[..., QuerySet],
+    group_by: str,
+    aggregates: dict[str, Any],
+    *values: Any,
+) -> tuple:
+    """The `aggregates` (name: aggregate expression) over the rows of
+    `build(*slots)`, a queryset of `model` whose filter pins the column
+    `group_by` to one value, as a tuple in their order, compiled once as
+    value_rows is: the hot sums and maxima of a step (a task's spend, the
+    highest agent number taken). Nones when no row matches, as an aggregate
+    over no rows is NULL.
+
+    QuerySet.aggregate runs at once, so the aggregates are annotated on the
+    pinned column's group instead: one group, or none when no row matches."""
+    rows = value_rows(
+        model,
+        name,
+        lambda *slots: (
+            build(*slots)
+            .order_by()
+            .values(group_by)
+            .annotate(**aggregates)
+            .values_list(*aggregates)
+        ),
+        *values,
+    )
+    return rows[0] if rows else (None,) * len(aggregates)
+
+
 def _compiled_with_slots(
     model: type[Model],
     name: str,

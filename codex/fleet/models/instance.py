@@ -13,7 +13,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
-from codex.core.compiled_query import value_rows
+from codex.core.compiled_query import aggregate_row
 from codex.core.logged_state import LoggedStateModel, positive
 from codex.events.models import Event, EventKind
 from codex.fleet.models import guards
@@ -312,20 +312,16 @@ class AgentInstance(LoggedStateModel):
     def current_review_iteration(self) -> int:
         """The highest review iteration spawned from this instance (0 if none)."""
         # Read at every review's start and by its guard: compiled once.
-        [(highest,)] = value_rows(
+        (highest,) = aggregate_row(
             InstanceRelationship,
             "fleet.instance.current_review_iteration",
-            lambda parent: (
-                InstanceRelationship.objects.filter(
-                    parent_id=parent, relationship_type=RelationshipType.SPAWNED_REVIEW
-                )
-                .order_by()
-                .values("parent_id")
-                .annotate(highest=Max("review_iteration"))
-                .values_list("highest")
+            lambda parent: InstanceRelationship.objects.filter(
+                parent_id=parent, relationship_type=RelationshipType.SPAWNED_REVIEW
             ),
+            "parent_id",
+            {"highest": Max("review_iteration")},
             self.pk,
-        ) or [(0,)]
+        )
         return highest or 0
 
     def tool_events(self) -> models.QuerySet[Event]:

@@ -11,7 +11,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import Coalesce
 
-from codex.core.compiled_query import value_rows
+from codex.core.compiled_query import aggregate_row
 from codex.core.models import VersionedQuerySet
 from codex.fleet.models.choices import (
     InstanceStatus,
@@ -210,21 +210,17 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         phase's first step starts an instance."""
         model = self.model
         keys = (repository.pk, type) + (() if issue_number is None else (issue_number,))
-        rows = value_rows(
+        (highest,) = aggregate_row(
             model,
             f"fleet.instance.highest_agent_number.{len(keys)}",
-            lambda repository, kind, issue=None: (
-                model.objects.filter(
-                    repository_id=repository, type=kind, issue_number=issue
-                )
-                .order_by()
-                .values("repository_id")
-                .annotate(highest=Max("agent_number"))
-                .values_list("highest")
+            lambda repository, kind, issue=None: model.objects.filter(
+                repository_id=repository, type=kind, issue_number=issue
             ),
+            "repository_id",
+            {"highest": Max("agent_number")},
             *keys,
         )
-        return (rows[0][0] if rows else None) or 0
+        return highest or 0
 
     def _check_parallel_limit(
         self, repository, issue_number: int | None, task=None

@@ -13,7 +13,7 @@ from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
-from codex.core.compiled_query import value_rows
+from codex.core.compiled_query import aggregate_row
 from codex.core.logged_state import LoggedStateModel
 from codex.core.models import VersionedQuerySet
 from codex.events.models import EventKind
@@ -239,19 +239,16 @@ class AgentRun(LoggedStateModel):
         """What one task's runs spent (`AgentRunQuerySet.spend`), compiled
         once per process: every step reads it (the task's budget, its
         progress comment)."""
-        rows = value_rows(
-            cls,
-            "fleet.agentrun.spend_of_task",
-            lambda task: (
-                cls.objects.filter(task_id=task)
-                .order_by()
-                .values("task_id")
-                .annotate(**SPEND_SUMS)
-                .values_list(*SPEND_SUMS)
-            ),
-            task_pk,
+        return _spend(
+            aggregate_row(
+                cls,
+                "fleet.agentrun.spend_of_task",
+                lambda task: cls.objects.filter(task_id=task),
+                "task_id",
+                SPEND_SUMS,
+                task_pk,
+            )
         )
-        return _spend(rows[0] if rows else (None, None, None))
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.closed_issues = sorted(set(self.closed_issues))
