@@ -15,12 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agents.phase_runner import latest_documents
 from agents.prompts import untrusted
 from agents.roles import role_for
 from agents.roles.base import task_prompt
 from codex.core.errors import ClassifiedFailure
-from codex.tasks.models import Role
+from codex.tasks.models import Artifact, Role
 from integrations.anthropic.client import model_for
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ def answer_question(
     system = role.system_prompt + ANSWERING.format(asker=asker, target=target)
     prompt = task_prompt(
         task,
-        documents=latest_documents(task, DOCUMENT_NAMES),
+        documents=Artifact.latest_of(task.pk, DOCUMENT_NAMES),
         instructions=f"The {asker} asks:\n"
         + untrusted(f"question from the {asker}", question)
         + "\n\nAnswer in plain text.",

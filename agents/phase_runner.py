@@ -114,11 +114,6 @@ def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
     return worktree
 
 
-def latest_documents(task: Task, names: tuple[str, ...]) -> dict[str, str]:
-    """The newest content of each named artifact the task has, in one query."""
-    return Artifact.latest_of(task.pk, names)
-
-
 class AgentPhaseRunner:
     """Runs the current phase of a task with its role's agent."""
 
@@ -222,7 +217,7 @@ class AgentPhaseRunner:
                 extra = f"{extra}\n\n{results}"
         elif role.phase == "planning":
             extra = people.plan_feedback(task)
-        documents = latest_documents(task, DOCUMENTS[role.phase])
+        documents = Artifact.latest_of(task.pk, DOCUMENTS[role.phase])
         schema = role.schema
         if role.phase == "implementation":
             feedback = feedback_loop.latest(task)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Q, Sum
 
 from codex.fleet.models import AgentRun
 from codex.repositories.models import Repository
@@ -31,19 +31,17 @@ def installation_cap() -> Decimal | None:
     return value if value > 0 else None
 
 
-def _spent(runs) -> Decimal:
+def _spent_this_month(**filters) -> Decimal:
+    """The cost of this month's agent runs matching `filters`: asked only
+    where a cap applies (every step checks, and most have none)."""
+    runs = AgentRun.objects.filter(started_at__gte=month_start(), **filters)
     return runs.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
 
 
 def cap_reached(repository: Repository) -> str | None:
     """Why a new agent step on `repository` must wait, or None."""
-
-    # Built only where a cap applies: every step asks, and most have none.
-    def this_month() -> QuerySet:
-        return AgentRun.objects.filter(started_at__gte=month_start())
-
     if repository.monthly_cap_usd is not None:
-        spent = _spent(this_month().filter(task__repository=repository))
+        spent = _spent_this_month(task__repository=repository)
         if spent >= repository.monthly_cap_usd:
             return (
                 f"{repository.full_name} spent ${spent:.2f} of its monthly cap "
@@ -52,7 +50,7 @@ def cap_reached(repository: Repository) -> str | None:
             )
     cap = installation_cap()
     if cap is not None:
-        spent = _spent(this_month())
+        spent = _spent_this_month()
         if spent >= cap:
             return (
                 f"the installation spent ${spent:.2f} of its monthly cap "

@@ -15,7 +15,6 @@ from django.db.models.sql import compiler as sql
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from agents.phase_runner import latest_documents
 from codex.core.brokers import ClaimingORM
 from codex.core.queue import job_row
 from codex.fleet.models import AgentInstance, AgentRun
@@ -117,9 +116,9 @@ def test_a_steps_documents_and_review_counts_are_compiled_once(compiled):
         assert numbers._highest_agent_number(coding.repository, "coding", 5) == 1
         assert numbers._highest_agent_number(coding.repository, "coding", 6) == 0
         assert numbers._highest_agent_number(planner.repository, "planning", None) == 1
-        documents = latest_documents(task, ("spec.md", "plan.md", "tasks.md"))
+        documents = Artifact.latest_of(task.pk, ("spec.md", "plan.md", "tasks.md"))
         assert documents == {"spec.md": "new spec", "plan.md": "the plan"}
-        assert latest_documents(task, ("plan.md",)) == {"plan.md": "the plan"}
+        assert Artifact.latest_of(task.pk, ("plan.md",)) == {"plan.md": "the plan"}
         assert task.latest_review_report() is None
         assert coding.current_review_iteration() == 0
     assert compiled == []
