@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections import defaultdict
@@ -277,15 +276,15 @@ def _describe(r: dict) -> str:
 
 
 def _against_baseline(
-    rev: str, last: dict, root: Path, smoke: bool
+    rev: str, busiest: dict, root: Path, smoke: bool
 ) -> tuple[list[dict], list[dict[str, float]], str]:
-    """The baseline's CPU per task at the last run's workers and tasks (see
+    """The baseline's CPU per task at the busiest run's workers and tasks (see
     bench.pipeline_baseline), alternating with more runs of this code so that
     both see the machine alike: baseline, this code, baseline... for
     CODEX_BENCH_BASELINE_ROUNDS rounds (3; 1 in smoke mode). Returns this
     code's extra runs, the baseline's, and why the baseline is missing."""
     rounds = int(os.environ.get("CODEX_BENCH_BASELINE_ROUNDS", 1 if smoke else 3))
-    workers, tasks = last["workers"], last["tasks"]
+    workers, tasks = busiest["workers"], busiest["tasks"]
     again: list[dict] = []
     baseline: list[dict[str, float]] = []
     for round_ in range(rounds):
@@ -297,9 +296,6 @@ def _against_baseline(
         except (pipeline_baseline.BaselineUnavailable, OSError) as exc:
             print(f"[bench]   baseline {rev[:7]}: {exc}", flush=True)
             return again, baseline, str(exc)[:400]
-        except subprocess.SubprocessError as exc:
-            print(f"[bench]   baseline {rev[:7]}: {exc!r}", flush=True)
-            return again, baseline, repr(exc)[:400]
         baseline.append(split)
         print(
             f"[bench]   baseline {rev[:7]} at {workers}w: workers "
@@ -340,11 +336,13 @@ def run(smoke: bool) -> list[dict]:
                 continue
             print(f"[bench]   {_describe(result)} ({time.perf_counter() - t:.0f} s)")
             results.append(result)
+        # The most workers measured: the CPU-bound ceiling's run and the one
+        # the baseline is run beside.
+        busiest = max(results, key=lambda r: r["workers"]) if results else None
         rev = pipeline_baseline.commit()
         again, baseline, missing = [], [], ""
-        if rev and results:
-            most = max(results, key=lambda r: r["workers"])
-            again, baseline, missing = _against_baseline(rev, most, tmp, smoke)
+        if rev and busiest:
+            again, baseline, missing = _against_baseline(rev, busiest, tmp, smoke)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     by_workers = {r["workers"]: r for r in results}
@@ -357,7 +355,6 @@ def run(smoke: bool) -> list[dict]:
     # The most the CPUs allow: all cores busy with nothing but tasks, each
     # costing what the whole machine spent per task (workers, git, pytest,
     # PostgreSQL, the stub) with the most workers measured.
-    busiest = max(results, key=lambda r: r["workers"]) if results else None
     machine_cpu = busiest["cpu_split"]["machine"] if busiest else 0
     ceiling = cores * 60 / machine_cpu if machine_cpu else None
     notes = "; ".join([*(_describe(r) for r in results), *failures])

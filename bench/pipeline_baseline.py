@@ -25,6 +25,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from statistics import fmean
 
 from bench.common import BENCH_DB, PG, ROOT, figure
 
@@ -64,12 +65,14 @@ def worktree(rev: str, path: Path) -> Iterator[Path]:
     )
     if found.returncode != 0:
         raise BaselineUnavailable(f"commit {rev} is not in this clone")
-    subprocess.run(
+    added = subprocess.run(
         ["git", "worktree", "add", "--quiet", "--detach", str(path), rev],
         cwd=ROOT,
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if added.returncode != 0:
+        raise BaselineUnavailable(f"git worktree add: {added.stderr.strip()}"[:400])
     try:
         shutil.rmtree(path / "bench")
         shutil.copytree(
@@ -173,18 +176,13 @@ def codex_cpu_figures(
     baseline (`missing` says why) the goal falls back to the absolute figure
     measured when it was set, on another machine."""
     seen = qa["seen"] if qa else 0.0
-
-    def mean(values) -> float:
-        values = list(values)
-        return sum(values) / len(values)
-
     splits = [r["cpu_split"] for r in current]
     own_each = [s["workers"] + s["postgresql"] for s in splits]
-    own = mean(own_each)
-    workers = mean(s["workers"] for s in splits)
-    postgresql = mean(s["postgresql"] for s in splits)
-    git = mean(max(s["git_and_pytest"] - seen, 0.0) for s in splits)
-    children = mean(s["git_and_pytest"] for s in splits)
+    own = fmean(own_each)
+    workers = fmean(s["workers"] for s in splits)
+    postgresql = fmean(s["postgresql"] for s in splits)
+    git = fmean(max(s["git_and_pytest"] - seen, 0.0) for s in splits)
+    children = fmean(s["git_and_pytest"] for s in splits)
     tests = (
         "not measured"
         if qa is None
@@ -201,58 +199,56 @@ def codex_cpu_figures(
         f"less one QA test run: {tests}). PostgreSQL is every postgres process "
         "of the machine: on a shared machine, others' too"
     )
-    if baseline:
-        base_own = mean(b["own"] for b in baseline)
-        base_git = mean(b["git"] for b in baseline)
-        against = (
-            f"ceiling: the same figure of {rev[:12]} (the code the goal was set "
-            f"on) measured by this benchmark in a worktree in this run, "
-            f"alternating with this code's runs: workers "
-            f"{mean(b['workers'] for b in baseline):.3f} + "
-            f"PostgreSQL {mean(b['postgresql'] for b in baseline):.3f} = "
-            f"{base_own:.3f}, mean of {len(baseline)} run(s) ("
-            + ", ".join(f"{b['own']:.3f}" for b in baseline)
-            + ")"
-        )
+    if not baseline:
         return [
             figure(
                 FIGURE,
                 own,
                 "CPU s",
-                ceiling=base_own,
-                goal=f"ratio <= 0.5 of {rev[:7]}'s workers and PostgreSQL CPU "
-                "per task, measured in the same run",
-                meets=qa is not None and own / base_own <= 0.5,
-                notes=f"{where}; {split}; {against}",
+                goal=f"workers and PostgreSQL <= {ABSOLUTE_BEFORE / 2:g} CPU s per "
+                f"task (half of {ABSOLUTE_BEFORE:g}, measured on another machine: "
+                "no baseline in this run)",
+                meets=qa is not None and own <= ABSOLUTE_BEFORE / 2,
+                notes=f"{where}; {split}; no baseline: {missing or 'turned off'}",
                 workers=round(workers, 4),
                 postgresql=round(postgresql, 4),
                 git=round(git, 4),
                 qa_test_run_cpu=None if qa is None else round(qa["actual"], 4),
-            ),
-            figure(
-                "pipeline_codex_git_cpu_seconds_per_task",
-                git,
-                "CPU s",
-                ceiling=base_git,
-                goal=f"reported (git's CPU per task; ceiling: {rev[:7]}'s)",
-                meets=True,
-                notes=f"{where}; the baseline's git: "
-                + ", ".join(f"{b['git']:.3f}" for b in baseline),
-            ),
+            )
         ]
+    base_own = fmean(b["own"] for b in baseline)
+    against = (
+        f"ceiling: the same figure of {rev[:12]} (the code the goal was set on) "
+        "measured by this benchmark in a worktree in this run, alternating with "
+        f"this code's runs: workers {fmean(b['workers'] for b in baseline):.3f} + "
+        f"PostgreSQL {fmean(b['postgresql'] for b in baseline):.3f} = "
+        f"{base_own:.3f}, mean of {len(baseline)} run(s) ("
+        + ", ".join(f"{b['own']:.3f}" for b in baseline)
+        + ")"
+    )
     return [
         figure(
             FIGURE,
             own,
             "CPU s",
-            goal=f"workers and PostgreSQL <= {ABSOLUTE_BEFORE / 2:g} CPU s per task "
-            f"(half of {ABSOLUTE_BEFORE:g}, measured on another machine: no "
-            "baseline in this run)",
-            meets=qa is not None and own <= ABSOLUTE_BEFORE / 2,
-            notes=f"{where}; {split}; no baseline: {missing or 'turned off'}",
+            ceiling=base_own,
+            goal=f"ratio <= 0.5 of {rev[:7]}'s workers and PostgreSQL CPU per "
+            "task, measured in the same run",
+            meets=qa is not None and own / base_own <= 0.5,
+            notes=f"{where}; {split}; {against}",
             workers=round(workers, 4),
             postgresql=round(postgresql, 4),
             git=round(git, 4),
             qa_test_run_cpu=None if qa is None else round(qa["actual"], 4),
-        )
+        ),
+        figure(
+            "pipeline_codex_git_cpu_seconds_per_task",
+            git,
+            "CPU s",
+            ceiling=fmean(b["git"] for b in baseline),
+            goal=f"reported (git's CPU per task; ceiling: {rev[:7]}'s)",
+            meets=True,
+            notes=f"{where}; the baseline's git: "
+            + ", ".join(f"{b['git']:.3f}" for b in baseline),
+        ),
     ]
