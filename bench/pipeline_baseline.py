@@ -3,15 +3,15 @@ same run: the ceiling of `pipeline_codex_cpu_seconds_per_task`.
 
 Absolute CPU seconds follow the machine (the same code has measured 0.31 and
 0.54 CPU s per task on two machines here), so the goal, half of what Codex
-spent when the benchmark issue was filed, is judged against that code run on
-this machine now. `measure` checks the commit out into a git worktree beside
-this one, lays this checkout's `bench` package over the commit's own (one
-harness measures both: the same warm-up, the same CPU window, up to the queue
-drained after the last task), and runs `python -m bench.run --only pipeline`
-there with its own throwaway database, at the workers and tasks of the
-current figure; the report's `pipeline_codex_cpu_seconds_per_task` row
-carries the split (workers, PostgreSQL, git). The harness drives the code
-through tests/live_pipeline.py, whose interface the commit shares.
+spent when it was set, is judged against that code run on this machine now.
+`measure` checks the commit out into a git worktree beside this one, lays this
+checkout's `bench` package over the commit's own (one harness measures both:
+the same warm-up, the same CPU window, up to the queue drained after the last
+task), and runs `python -m bench.run --only pipeline` there with its own
+throwaway database, at the workers and tasks of the current figure; the
+report's `pipeline_codex_cpu_seconds_per_task` row carries the split (workers,
+PostgreSQL, git). The harness drives the code through tests/live_pipeline.py,
+whose interface the commit shares.
 """
 
 from __future__ import annotations
@@ -29,13 +29,12 @@ from statistics import fmean
 
 from bench.common import BENCH_DB, PG, ROOT, figure
 
-# The commit the benchmark issue was filed on: Codex's CPU per task then is
-# the figure to halve.
+# The code the goal was set on (README, "Benchmarks"): Codex's CPU per task
+# then is the figure to halve.
 BASELINE_COMMIT = "973d989ed720aacec5bfc57f2882cd272ad4a4e2"
 FIGURE = "pipeline_codex_cpu_seconds_per_task"
 # Workers' and PostgreSQL's CPU seconds per task when the goal was set (the
-# first sessions' full runs, on another machine): the fallback without a
-# baseline.
+# first full runs, on another machine): the fallback without a baseline.
 ABSOLUTE_BEFORE = 0.45
 
 
