@@ -162,10 +162,11 @@ class Cluster:
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
 
-    def wait_running(self, timeout: float = 30) -> None:
-        """Until the sentinel reports the cluster running (workers forked)."""
+    def wait_running(self, timeout: float = 30, *, clusters: int = 1) -> None:
+        """Until the sentinel reports the cluster running (workers forked), or
+        a supervisor's `clusters` sentinels theirs."""
         wait_for(
-            lambda: " running." in self.log(),
+            lambda: self.log().count(" running.") >= clusters,
             timeout,
             f"cluster {self.name} to start",
             clusters=[self],
@@ -173,10 +174,20 @@ class Cluster:
         )
 
     def kill(self) -> None:
-        """SIGKILL the whole process group at once: nobody gets to clean up."""
+        """SIGKILL the whole process group at once: nobody gets to clean up.
+        A supervisor's clusters (each in a session of its own) go first, or
+        they would stop gracefully on their own after it."""
         self.killed = True
+        for group in self.supervised_groups():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
         self._killpg(signal.SIGKILL)
         self._reap()
+
+    def supervised_groups(self) -> list[int]:
+        """The process groups of the clusters a `manage.py codex_workers`
+        supervisor runs now: its children, each leading a group of its own."""
+        return [pid for pid in child_pids(self.pid) if process_group(pid) == pid]
 
     def stop(self, timeout: float = 20) -> None:
         """Ask the cluster to stop (SIGTERM to its main process), then SIGKILL
@@ -209,15 +220,22 @@ class Clusters:
     directory: Path
     started: list[Cluster] = field(default_factory=list)
 
-    def start(self, env: dict[str, str], *, wait: bool = True) -> Cluster:
+    def start(
+        self, env: dict[str, str], *, wait: bool = True, supervised: int = 0
+    ) -> Cluster:
+        """A `manage.py qcluster`, or with `supervised` a `manage.py
+        codex_workers` keeping that many clusters running (forked warm)."""
         # The workers need the database; the test must not hold a connection
         # (and certainly no lock) while they start.
         connections.close_all()
         name = f"cluster{len(self.started) + 1}"
         log_path = self.directory / f"{name}.log"
+        command = ["qcluster"]
+        if supervised:
+            command = ["codex_workers", "--clusters", str(supervised)]
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "qcluster"],
+                [sys.executable, str(ROOT / "manage.py"), *command],
                 cwd=str(ROOT),
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -228,7 +246,7 @@ class Clusters:
         cluster = Cluster(name=name, process=process, log_path=log_path)
         self.started.append(cluster)
         if wait:
-            cluster.wait_running()
+            cluster.wait_running(clusters=supervised or 1)
         return cluster
 
     def logs(self) -> str:
@@ -244,6 +262,32 @@ class Clusters:
             if cluster.alive() or not cluster.killed:
                 cluster.kill()
         connections.close_all()
+
+
+def process_group(pid: int) -> int | None:
+    """The process group of `pid` (from /proc), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            # After the command name in parentheses: state, ppid, pgrp, ...
+            return int(handle.read().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def child_pids(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent:
+            found.append(int(entry))
+    return found
 
 
 def wait_for(
