@@ -1,4 +1,4 @@
-# Codex: web console (gunicorn, the default) or worker (`python manage.py qcluster`).
+# Codex: web console (gunicorn, the default) or workers (`python manage.py codex_workers`).
 # docker-compose.yml starts web, worker, PostgreSQL and Redis with one command;
 # by hand:
 #
@@ -12,7 +12,7 @@
 #       codex python manage.py migrate                      # before the first start
 #   docker run $KEYS ... -p 8000:8000 codex                  # web console + API
 #   docker run $KEYS ... --security-opt seccomp=unconfined \
-#       codex python manage.py qcluster                     # a worker (bubblewrap
+#       codex python manage.py codex_workers               # workers (bubblewrap
 #                                                           # needs user namespaces)
 #
 # Keep the same SECRET_KEY and CODEX_FERNET_KEYS for web and workers, and keep

@@ -51,7 +51,7 @@ def test_collectstatic_in_the_build_gets_every_key_production_settings_need():
 def test_compose_starts_web_worker_postgresql_and_redis():
     services = COMPOSE["services"]
     assert {"web", "worker", "db", "redis", "migrate"} <= set(services)
-    assert services["worker"]["command"] == ["python", "manage.py", "qcluster"]
+    assert services["worker"]["command"] == ["python", "manage.py", "codex_workers"]
     assert services["db"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
     for name in ("web", "worker"):

@@ -1,4 +1,5 @@
-"""`manage.py codex_run`: the web console and a django-q2 worker, together.
+"""`manage.py codex_run`: the web console and the workers (`codex_workers`: a
+django-q2 cluster forked warm, replaced when it dies), together.
 
 Both run in the foreground as child processes; Ctrl-C (or SIGTERM) stops both,
 and if either exits on its own the other is stopped too. `--prepare` first
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         manage = [sys.executable, "manage.py"]
         children = {
             "web": subprocess.Popen([*manage, "runserver", "--noreload", addrport]),
-            "worker": subprocess.Popen([*manage, "qcluster"]),
+            "worker": subprocess.Popen([*manage, "codex_workers"]),
         }
         self.stdout.write(
             f"Codex console on http://{addrport}/admin/ and a worker; "
