@@ -129,9 +129,8 @@ class ClusterKeeper:
         # The worker processes seen in the pool, kept after django-q2 drops a
         # dead one from it, to read how it ended.
         self.workers: dict[int, Any] = {}
-        self.queue_lock = (
-            ReaderLockWatch(sentinel.task_queue) if sentinel is not None else None
-        )
+        queue = sentinel.task_queue if sentinel is not None else None
+        self.queue_lock = ReaderLockWatch(queue) if queue is not None else None
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules; then

@@ -24,6 +24,7 @@ class FakeProcess:
 @dataclass
 class FakeSentinel:
     pool: list[FakeProcess]
+    task_queue: None = None  # no queue lock to watch
 
 
 @dataclass
