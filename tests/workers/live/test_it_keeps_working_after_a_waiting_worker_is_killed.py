@@ -7,13 +7,14 @@ while the cluster beat on, its claimed job stuck."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import pytest
 from django_q.brokers.orm import ORM
 
 from tests.factories import make_task
-from tests.workers.live.cluster import child_pids, wait_for, worker_env
+from tests.workers.live.cluster import wait_for, worker_env
 from tests.workers.live.helpers import all_completed
 
 pytestmark = [
@@ -25,14 +26,15 @@ pytestmark = [
 ]
 
 
-def reading_worker(sentinel: int) -> int | None:
-    """The sentinel's child blocked in read(2): the worker that waits for the
-    next job holding the queue's reader lock (the others wait for the lock)."""
-    for pid in child_pids(sentinel):
+def reading_worker(cluster) -> int | None:
+    """The worker blocked in read(2): the one that waits for the next job
+    holding the queue's reader lock (the others wait for the lock). Workers
+    by django-q2's log line, not the monitor, which reads its own queue."""
+    for pid in re.findall(r"ready for work at (\d+)", cluster.log()):
         try:
             with open(f"/proc/{pid}/syscall") as handle:
                 if handle.read().split()[0] == "0":
-                    return pid
+                    return int(pid)
         except (OSError, IndexError):
             continue
     return None
@@ -43,8 +45,7 @@ def test_the_next_jobs_run_after_the_waiting_worker_is_killed(
 ):
     enqueue_via(ORM())
     cluster = clusters.start(worker_env(files, workers=2, var_dir=tmp_path))
-    (sentinel,) = child_pids(cluster.pid)
-    holder = wait_for(lambda: reading_worker(sentinel), 30, "a worker waiting")
+    holder = wait_for(lambda: reading_worker(cluster), 30, "a worker waiting")
     os.kill(holder, signal.SIGKILL)
 
     task_ids = [make_task(title=f"After the kill {n}").task_id for n in range(3)]
