@@ -6,17 +6,27 @@ place, as a supervisor restarts a crashed service. p50 and max over every
 held job of every round. Default settings (timeouts, retries, leases); the
 Redis broker runs on its own database (CODEX_BENCH_REDIS, default
 redis://127.0.0.1:6379/13), emptied before and after. Goal: every job moving
-again within 90 s."""
+again within 90 s.
+
+And what a cluster costs to start in a dead one's place: the CPU-seconds of
+its whole process group when its sentinel reports it running, a cold
+`manage.py qcluster` against one forked by `manage.py codex_workers` after
+the supervisor's cluster was killed (codex/core/supervisor.py). Goal: a
+forked start at most a quarter of a cold one."""
 
 from __future__ import annotations
 
 import os
 import signal
+import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench.common import (
+    NOWHERE,
+    Server,
     bench_env,
     figure,
     not_measured,
@@ -164,9 +174,105 @@ def _measure(kind: str, rounds: int, root: Path) -> list[dict]:
     ]
 
 
+FORKED_START_GOAL = 0.25  # of a cold start's CPU
+
+
+def _process_stats():
+    """The fields after the command name of every live process's
+    /proc/<pid>/stat: state, ppid, pgrp, ... (utime and stime at 11, 12)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    yield handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+
+
+def group_cpu_seconds(group: int) -> float:
+    """User and system CPU of every live process in process group `group`."""
+    ticks = sum(
+        int(fields[11]) + int(fields[12])
+        for fields in _process_stats()
+        if int(fields[2]) == group
+    )
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _running_count(server: Server) -> int:
+    if not server.alive():
+        raise RuntimeError("the workers exited:\n" + server.log()[-2000:])
+    return server.log().count(" running.")
+
+
+def _supervised_group(supervisor: Server) -> int:
+    """The process group of the one cluster `codex_workers` runs now."""
+    pid = supervisor.process.pid
+    found = [int(fields[2]) for fields in _process_stats() if int(fields[1]) == pid]
+    if len(found) != 1:
+        raise RuntimeError(f"expected one supervised cluster, found {found}")
+    return found[0]
+
+
+def _start_cpu(env: dict[str, str], root: Path, number: int) -> tuple[float, float]:
+    """(cold, forked): the CPU-seconds of a cluster's group when it runs."""
+    _empty("orm")
+    cold = qcluster(env, root / f"cold-{number}.log")
+    try:
+        cold_cpu = group_cpu_seconds(cold.process.pid)
+    finally:
+        cold.stop()
+    _empty("orm")
+    env = {**env, "CODEX_LOG_LEVEL": "INFO", "CODEX_Q_LOG_LEVEL": "INFO"}
+    env.setdefault("GITHUB_BASE_URL", NOWHERE)
+    supervisor = Server(
+        [sys.executable, "manage.py", "codex_workers"],
+        env,
+        root / f"supervised-{number}.log",
+    )
+    try:
+        wait_until(lambda: _running_count(supervisor) >= 1, 60, "the first cluster")
+        os.killpg(_supervised_group(supervisor), signal.SIGKILL)
+        wait_until(lambda: _running_count(supervisor) >= 2, 60, "the forked one")
+        forked_cpu = group_cpu_seconds(_supervised_group(supervisor))
+    finally:
+        supervisor.stop()
+    _empty("orm")
+    return cold_cpu, forked_cpu
+
+
+def _measure_start(rounds: int, root: Path) -> list[dict]:
+    env = {**bench_env(), "CODEX_WORKERS": str(WORKERS)}
+    samples = [_start_cpu(env, root, number) for number in range(rounds)]
+    cold = statistics.median(sample[0] for sample in samples)
+    forked = statistics.median(sample[1] for sample in samples)
+    return [
+        figure(
+            "cluster_start_forked_cpu_seconds",
+            forked,
+            "CPU s",
+            ceiling=cold,
+            goal=f"<= {FORKED_START_GOAL} of a cold start",
+            meets=forked <= FORKED_START_GOAL * cold,
+            notes=(
+                f"a cluster of {WORKERS} workers, median of {rounds}: the CPU of "
+                f"its process group when it reports running; forked by "
+                f"codex_workers in a killed cluster's place {forked:.2f} s, a cold "
+                f"manage.py qcluster {cold:.2f} s (the ceiling); samples "
+                + ", ".join(f"{c:.2f}/{f:.2f}" for c, f in samples)
+            ),
+        )
+    ]
+
+
 def run(smoke: bool) -> list[dict]:
-    """Both brokers; one kill each in smoke mode, five in full."""
+    """Both brokers; one kill each in smoke mode, five in full. The start-up
+    CPU: one sample in smoke mode, three in full."""
     rounds = 1 if smoke else 5
     with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
         root = Path(tmp)
-        return _measure("orm", rounds, root) + _measure("redis", rounds, root)
+        return (
+            _measure("orm", rounds, root)
+            + _measure("redis", rounds, root)
+            + _measure_start(1 if smoke else 3, root)
+        )
