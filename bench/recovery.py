@@ -34,6 +34,7 @@ from bench.common import (
     quiet_queue,
     wait_until,
 )
+from bench.cpu_accounting import group_cpu, processes
 
 REDIS_URL = os.environ.get("CODEX_BENCH_REDIS", "redis://127.0.0.1:6379/13")
 WORKERS = 2
@@ -177,28 +178,6 @@ def _measure(kind: str, rounds: int, root: Path) -> list[dict]:
 FORKED_START_GOAL = 0.25  # of a cold start's CPU
 
 
-def _process_stats():
-    """The fields after the command name of every live process's
-    /proc/<pid>/stat: state, ppid, pgrp, ... (utime and stime at 11, 12)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    yield handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-
-
-def group_cpu_seconds(group: int) -> float:
-    """User and system CPU of every live process in process group `group`."""
-    ticks = sum(
-        int(fields[11]) + int(fields[12])
-        for fields in _process_stats()
-        if int(fields[2]) == group
-    )
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def _running_count(server: Server) -> int:
     if not server.alive():
         raise RuntimeError("the workers exited:\n" + server.log()[-2000:])
@@ -208,7 +187,10 @@ def _running_count(server: Server) -> int:
 def _supervised_group(supervisor: Server) -> int:
     """The process group of the one cluster `codex_workers` runs now."""
     pid = supervisor.process.pid
-    found = [int(fields[2]) for fields in _process_stats() if int(fields[1]) == pid]
+    found = [
+        int(fields[2])
+        for _, fields in processes(lambda name, fields: int(fields[1]) == pid)
+    ]
     if len(found) != 1:
         raise RuntimeError(f"expected one supervised cluster, found {found}")
     return found[0]
@@ -219,7 +201,7 @@ def _start_cpu(env: dict[str, str], root: Path, number: int) -> tuple[float, flo
     _empty("orm")
     cold = qcluster(env, root / f"cold-{number}.log")
     try:
-        cold_cpu = group_cpu_seconds(cold.process.pid)
+        cold_cpu = group_cpu(cold.process.pid)["own"]
     finally:
         cold.stop()
     _empty("orm")
@@ -234,7 +216,7 @@ def _start_cpu(env: dict[str, str], root: Path, number: int) -> tuple[float, flo
         wait_until(lambda: _running_count(supervisor) >= 1, 60, "the first cluster")
         os.killpg(_supervised_group(supervisor), signal.SIGKILL)
         wait_until(lambda: _running_count(supervisor) >= 2, 60, "the forked one")
-        forked_cpu = group_cpu_seconds(_supervised_group(supervisor))
+        forked_cpu = group_cpu(_supervised_group(supervisor))["own"]
     finally:
         supervisor.stop()
     _empty("orm")

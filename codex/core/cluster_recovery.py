@@ -37,6 +37,8 @@ import queue
 import signal
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -115,6 +117,22 @@ def recover_dead_clusters(broker: Any, *, exclude: str = "") -> int:
     return handed
 
 
+@contextmanager
+def prepared_for_forking() -> Iterator[None]:
+    """Run the block (a warm-up) with the garbage collector resting, then
+    close the database connections a fork must not inherit and freeze the
+    heap (ClusterKeeper._freeze_heap). The warm-up allocates about half a
+    million objects that all live on, and each collection it would trigger
+    walks the heap grown so far (a fifth of the warm-up's CPU, paid again at
+    every cluster start)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        connections.close_all()
+        ClusterKeeper._freeze_heap()
+
+
 class ClusterKeeper:
     """The sentinel-side bookkeeping of one cluster (see the module docstring)."""
 
@@ -133,24 +151,15 @@ class ClusterKeeper:
         self.queue_lock = ReaderLockWatch(queue) if queue is not None else None
 
     def start(self) -> None:
-        """Register, recover dead clusters' jobs, run due schedules; then
-        close the connections the workers must not inherit.
-
-        The garbage collector rests until the heap is frozen: the warm-up
-        allocates about half a million objects that all live on, and each
-        collection it would trigger walks the heap grown so far (a fifth of
-        the warm-up's CPU, paid again at every cluster start)."""
-        gc.disable()
-        try:
+        """Register, recover dead clusters' jobs, run due schedules and warm
+        up, ready to fork the workers (`prepared_for_forking`)."""
+        with prepared_for_forking():
             WorkerCluster.objects.create(
                 claim=self.broker.claim, host=self.host, pid=os.getpid()
             )
             recover_dead_clusters(self.broker, exclude=self.broker.claim)
             self._run_schedules()
             self._warm_up()
-        finally:
-            connections.close_all()
-            self._freeze_heap()
 
     @staticmethod
     def _warm_up() -> None:
@@ -201,7 +210,7 @@ class ClusterKeeper:
                 self._stopping()
                 return
             self._hand_back_crashed_workers()
-            if self.queue_lock is not None:
+            if self.queue_lock is not None and self.queue_lock.suspect:
                 self.queue_lock.look(self._live_workers())
             now = time.monotonic()
             if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:

@@ -87,12 +87,11 @@ class ReaderLockWatch:
         self.lost_looks += 1
         if self.lost_looks < 2:
             return False
+        self.suspect = False
         try:
             lock.release()
         except ValueError:  # released meanwhile
             return False
-        finally:
-            self.suspect = False
         logger.warning("released the task queue's reader lock a killed worker held")
         return True
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import gc
 import logging
 import multiprocessing
 import os
@@ -34,7 +33,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 
 from django.conf import settings
-from django.db import connections
 
 logger = logging.getLogger(__name__)
 
@@ -113,18 +111,12 @@ class ClusterSupervisor:
     @staticmethod
     def prepare() -> None:
         """What every cluster's sentinel prepares before forking its workers
-        (ClusterKeeper._warm_up), done once here so each fork inherits it; no
-        database connection crosses the fork, and the heap is frozen the way
-        the sentinel freezes its own."""
-        from codex.core.cluster_recovery import ClusterKeeper
+        (ClusterKeeper._warm_up), done once here so each fork inherits it,
+        the same way (`prepared_for_forking`)."""
+        from codex.core.cluster_recovery import ClusterKeeper, prepared_for_forking
 
-        gc.disable()
-        try:
+        with prepared_for_forking():
             ClusterKeeper._warm_up()
-        finally:
-            connections.close_all()
-            gc.freeze()
-            gc.enable()
 
     def _start(self, slot: Slot) -> None:
         slot.process = self.context.Process(

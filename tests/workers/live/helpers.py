@@ -6,7 +6,7 @@ from collections import Counter
 
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Status, Task
-from tests.workers.live.cluster import Files
+from tests.workers.live.cluster import Cluster, Clusters, Files, wait_for
 from tests.workers.live.side_effect_runner import side_effect_key
 
 PHASES = ["intake", "planning", "implementation", "verification", "review", "release"]
@@ -15,6 +15,19 @@ PHASES = ["intake", "planning", "implementation", "verification", "review", "rel
 def all_completed(task_ids: list[str]) -> bool:
     done = Task.objects.filter(task_id__in=task_ids, status=Status.COMPLETED).count()
     return done == len(task_ids)
+
+
+def wait_completed(
+    task_ids: list[str], clusters: Clusters, alive: Cluster, timeout: float = 60
+) -> None:
+    """Until every task completed; fails at once if `alive` exits."""
+    wait_for(
+        lambda: all_completed(task_ids),
+        timeout,
+        "the tasks to complete",
+        clusters=clusters,
+        while_alive=[alive],
+    )
 
 
 def completions(task: Task) -> int:

@@ -17,7 +17,7 @@ from tests.workers.live.cluster import (
     wait_for,
     worker_env,
 )
-from tests.workers.live.helpers import all_completed
+from tests.workers.live.helpers import wait_completed
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -42,28 +42,23 @@ def test_a_killed_cluster_is_forked_again_and_its_jobs_run(
         assert process_group(group) == group != process_group(supervisor.pid)
 
     os.killpg(first[0], signal.SIGKILL)
-    replaced = wait_for(
-        lambda: (
-            (groups := set(supervisor.supervised_groups())) - set(first)
-            and len(groups) == 2
-            and groups
-        ),
+
+    def replaced() -> set[int] | None:
+        groups = set(supervisor.supervised_groups())
+        return groups if len(groups) == 2 and groups != set(first) else None
+
+    groups = wait_for(
+        replaced,
         30,
         "a cluster in the dead one's place",
         clusters=clusters,
         while_alive=[supervisor],
     )
-    assert first[1] in replaced and first[0] not in replaced
+    assert first[1] in groups and first[0] not in groups
     supervisor.wait_running(clusters=3)  # the two first, and the new one
 
     task_ids = [make_task(title=f"Supervised {n}").task_id for n in range(3)]
-    wait_for(
-        lambda: all_completed(task_ids),
-        60,
-        "the tasks to complete",
-        clusters=clusters,
-        while_alive=[supervisor],
-    )
+    wait_completed(task_ids, clusters, supervisor)
 
 
 def test_sigterm_stops_every_cluster_then_the_supervisor(clusters, files, tmp_path):
@@ -79,6 +74,21 @@ def test_sigterm_stops_every_cluster_then_the_supervisor(clusters, files, tmp_pa
     log = supervisor.log()
     assert log.count("has stopped.") == 2  # each cluster stopped gracefully
     assert "all clusters stopped" in log
+
+
+def test_no_cluster_outlives_a_killed_supervisor(clusters, files, tmp_path):
+    supervisor = clusters.start(
+        worker_env(files, workers=1, var_dir=tmp_path), supervised=2
+    )
+    groups = supervisor.supervised_groups()
+    os.kill(supervisor.pid, signal.SIGKILL)  # no chance to stop its clusters
+
+    def left() -> list[int]:
+        return [pid for pid in groups if process_group(pid) is not None]
+
+    # PR_SET_PDEATHSIG: each cluster gets SIGTERM and stops by itself.
+    wait_for(lambda: not left(), 60, "the orphaned clusters to stop")
+    assert supervisor.log().count("has stopped.") == 2
 
 
 def test_a_cluster_that_fails_to_start_is_started_again_after_a_pause(

@@ -15,7 +15,7 @@ from django_q.brokers.orm import ORM
 
 from tests.factories import make_task
 from tests.workers.live.cluster import wait_for, worker_env
-from tests.workers.live.helpers import all_completed
+from tests.workers.live.helpers import wait_completed
 
 pytestmark = [
     pytest.mark.postgresql,
@@ -49,11 +49,5 @@ def test_the_next_jobs_run_after_the_waiting_worker_is_killed(
     os.kill(holder, signal.SIGKILL)
 
     task_ids = [make_task(title=f"After the kill {n}").task_id for n in range(3)]
-    wait_for(
-        lambda: all_completed(task_ids),
-        60,
-        "the tasks to complete after the waiting worker was killed",
-        clusters=clusters,
-        while_alive=[cluster],
-    )
+    wait_completed(task_ids, clusters, cluster)
     assert "released the task queue's reader lock" in cluster.log()
