@@ -22,6 +22,7 @@ CODEX_JOB_REDELIVERIES it is given up instead (GIVE_UP_JOB: the failure is
 recorded, and a task step blocks its task with the reason), so a job that
 kills its worker every time cannot crash workers for ever.
 
+ClaimingORM is here; ClaimingRedis, the same on Redis, in codex.core.redis_broker.
 So the broker always says which jobs are waiting, which a cluster took but has
 not started, and which worker is running which; `hand_back` returns a dead
 cluster's (or a dead worker's) jobs to the front of the queue.
@@ -36,7 +37,6 @@ hand-back on SIGTERM).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sys
@@ -49,7 +49,6 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
-from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signals import pre_execute
@@ -150,6 +149,16 @@ class ClaimingBroker:
         `pids` (every worker's when None); returns how many. With `counted`
         the started ones count as redelivered because their worker died
         (`redelivery`), and one redelivered too often is given up."""
+        raise NotImplementedError
+
+    def unstarted(self, claim: str) -> list[Any]:
+        """The ack ids of the jobs `claim` took and has not started, oldest
+        take first."""
+        raise NotImplementedError
+
+    def hand_back_jobs(self, claim: str, ack_ids: list[Any]) -> int:
+        """Return these of `claim`'s taken, unstarted jobs to the front of
+        the queue; returns how many were still its to return."""
         raise NotImplementedError
 
     def redelivery(self, payload: Any, counted: bool) -> Any:
@@ -369,6 +378,15 @@ class ClaimingORM(ClaimingBroker, ORM):
                 count += 1
         return count
 
+    def unstarted(self, claim: str) -> list[Any]:
+        # A take sets the lock to the take's time plus CODEX_JOB_RETRY.
+        rows = self.get_connection().filter(key=self._key(claim))
+        return list(rows.order_by("lock", "id").values_list("id", flat=True))
+
+    def hand_back_jobs(self, claim: str, ack_ids: list[Any]) -> int:
+        rows = self.get_connection().filter(key=self._key(claim), id__in=ack_ids)
+        return rows.update(key=self.list_key, lock=timezone.now())
+
     def known_claims(self) -> set[str]:
         prefix = f"{self.list_key}@"
         keys = (
@@ -378,105 +396,6 @@ class ClaimingORM(ClaimingBroker, ORM):
             .distinct()
         )
         return {key[len(prefix) :].split("#", 1)[0] for key in keys}
-
-
-# Moves a taken job to the started hash of its cluster, if it is still there.
-_START = """
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-    redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. '|' .. ARGV[1])
-    return 1
-end
-return 0
-"""
-
-
-def _digest(payload: bytes) -> str:
-    return hashlib.sha1(payload).hexdigest()  # noqa: S324 - a name, not a secret
-
-
-class ClaimingRedis(ClaimingBroker, Redis):
-    """django-q2's Redis broker with a list of taken jobs per cluster and a
-    hash of started ones (a reliable queue): the ack id is the payload."""
-
-    def __init__(self, list_key: str | None = None) -> None:
-        super().__init__(list_key=list_key)
-        self._new_claim()
-
-    @property
-    def claims_key(self) -> str:
-        return f"{self.list_key}:claims"
-
-    def _taken(self, claim: str) -> str:
-        return f"{self.list_key}:@{claim}"
-
-    def _started(self, claim: str) -> str:
-        return f"{self.list_key}:@{claim}:started"
-
-    def dequeue(self) -> list[tuple[Any, Any]] | None:
-        """Move one job from the queue to this cluster's list (BLMOVE: taken
-        and claimed in one step), waiting up to a second for one."""
-        if not getattr(self, "_registered", False):
-            self.connection.sadd(self.claims_key, self.claim)
-            self._registered = True
-        payload = self.connection.blmove(
-            self.list_key, self._taken(self.claim), 1, "LEFT", "RIGHT"
-        )
-        if payload is None:
-            return None
-        return [(payload, payload)]
-
-    def acknowledge(self, task_id: Any) -> None:
-        if not task_id:
-            return
-        pipe = self.connection.pipeline()
-        pipe.hdel(self._started(self.claim), _digest(task_id))
-        pipe.lrem(self._taken(self.claim), 1, task_id)
-        pipe.execute()
-
-    def fail(self, task_id: Any) -> None:
-        self.acknowledge(task_id)
-
-    def start_claim(self, ack_id: Any, pid: int) -> bool:
-        keys = [self._taken(self.claim), self._started(self.claim)]
-        return bool(
-            self.connection.eval(_START, 2, *keys, ack_id, _digest(ack_id), str(pid))
-        )
-
-    def started_pids(self, claim: str) -> set[int]:
-        values = self.connection.hvals(self._started(claim))
-        return {int(value.split(b"|", 1)[0]) for value in values}
-
-    def hand_back(
-        self,
-        claim: str,
-        *,
-        pids: set[int] | None = None,
-        unstarted: bool = True,
-        counted: bool = False,
-    ) -> int:
-        count = 0
-        started = self._started(claim)
-        for field, value in self.connection.hgetall(started).items():
-            pid, payload = value.split(b"|", 1)
-            if pids is not None and int(pid) not in pids:
-                continue
-            # Whoever removes it hands it back: never twice.
-            if self.connection.hdel(started, field):
-                payload = self.redelivery(payload, counted)
-                if payload is not None:
-                    self.connection.lpush(self.list_key, payload)
-                    count += 1
-        if not unstarted:
-            return count
-        while self.connection.lmove(self._taken(claim), self.list_key, "RIGHT", "LEFT"):
-            count += 1
-        return count
-
-    def known_claims(self) -> set[str]:
-        return {claim.decode() for claim in self.connection.smembers(self.claims_key)}
-
-    def forget(self, claim: str) -> None:
-        self.connection.srem(self.claims_key, claim)
 
 
 def _on_job_start(sender: Any, func: Any = None, task: Any = None, **kwargs) -> None:

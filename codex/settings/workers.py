@@ -52,7 +52,7 @@ CODEX_JOB_RESULTS_KEPT = env_int("CODEX_JOB_RESULTS_KEPT", 1000, minimum=0)
 CODEX_JOB_RESULTS_UNSAVED = ("codex.tasks.progress.update_progress_comment",)
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
-    Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingRedis"
+    Q_CLUSTER["broker_class"] = "codex.core.redis_broker.ClaimingRedis"
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingORM"
