@@ -47,7 +47,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from codex.core.clusters import WorkerCluster, process_exists
-from codex.core.queue_lock import ReaderLockWatch
+from codex.core.queue_lock import ReaderLockWatch, UnstartedJobWatch
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +149,7 @@ class ClusterKeeper:
         self.workers: dict[int, Any] = {}
         queue = sentinel.task_queue if sentinel is not None else None
         self.queue_lock = ReaderLockWatch(queue) if queue is not None else None
+        self.unstarted = UnstartedJobWatch(broker, queue) if queue is not None else None
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules and warm
@@ -212,6 +213,8 @@ class ClusterKeeper:
             self._hand_back_crashed_workers()
             if self.queue_lock is not None and self.queue_lock.suspect:
                 self.queue_lock.look(self._live_workers())
+            if self.unstarted is not None and self.unstarted.suspect:
+                self.unstarted.look()
             now = time.monotonic()
             if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
                 self.last_beat = now
@@ -264,8 +267,9 @@ class ClusterKeeper:
             return
         for process in ended:
             del self.workers[process.pid]
-            if self.queue_lock is not None:
-                self.queue_lock.worker_ended(process)
+            for watch in (self.queue_lock, self.unstarted):
+                if watch is not None:
+                    watch.worker_ended(process)
         crashed = {p.pid for p in ended if p.exitcode}
         running = self.broker.started_pids(self.broker.claim) if crashed else set()
         if crashed & running:

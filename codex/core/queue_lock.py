@@ -14,6 +14,17 @@ looks in a row, is the dead worker's: it is released, and the next waiting
 worker takes the job. Whether
 a worker reads the pipe comes from /proc/<pid>/syscall (Linux); where that
 cannot be read, nothing is released.
+
+A worker killed just after it took a job from the queue, before it claimed it
+as started (`codex.core.brokers`), leaves that job claimed by its live cluster
+and in nobody's hands: `UnstartedJobWatch` finds it. The queue is first in,
+first out, so the jobs the cluster took and no worker started are, newest
+last: the dead worker's, then those still in the queue (`qsize()`), then the
+one the pusher holds while the queue is full. Older ones than that, seen on
+two looks in a row, are handed back to the front of the queue. A live worker
+between taking a job and claiming it is there for milliseconds; were it
+there across both looks, its start finds the job handed back and the step
+returns (`job_handed_back`), so a step never runs twice at once.
 """
 
 from __future__ import annotations
@@ -47,6 +58,14 @@ def reading(pid: int, fd: int) -> bool | None:
         return None
 
 
+def killed_while_idle(process: Any) -> bool:
+    """Whether a worker process ended on a signal while its timer said it
+    waited for a job (or had just taken one and not started it)."""
+    timer = getattr(process, "timer", None)
+    killed = process.exitcode is not None and process.exitcode < 0
+    return killed and timer is not None and timer.value == IDLE
+
+
 class ReaderLockWatch:
     """Watches the reader lock of one cluster's task queue (module docstring)."""
 
@@ -58,9 +77,7 @@ class ReaderLockWatch:
     def worker_ended(self, process: Any) -> None:
         """A worker process ended: if a signal killed it while it waited for
         a job, it may have held the lock."""
-        timer = getattr(process, "timer", None)
-        killed = process.exitcode is not None and process.exitcode < 0
-        if killed and timer is not None and timer.value == IDLE:
+        if killed_while_idle(process):
             self.suspect = True
             self.lost_looks = 0
 
@@ -100,3 +117,60 @@ class ReaderLockWatch:
             return self.queue.qsize() > 0
         except NotImplementedError:  # macOS: no sem_getvalue
             return False
+
+
+class UnstartedJobWatch:
+    """Finds the job a killed worker took and never started (module docstring)."""
+
+    def __init__(self, broker: Any, task_queue: Any) -> None:
+        self.broker, self.queue = broker, task_queue
+        self.suspect = False
+        self.seen: list[Any] | None = None
+
+    def worker_ended(self, process: Any) -> None:
+        """A worker process ended: if killed while idle, it may have just
+        taken a job."""
+        if killed_while_idle(process):
+            self.suspect, self.seen = True, None
+
+    def look(self) -> int:
+        """One look (every cycle while suspect); returns how many jobs it
+        handed back."""
+        if not self.suspect:
+            return 0
+        try:
+            older = self._older_than_the_queue()
+        except NotImplementedError:  # macOS: no qsize()
+            self.suspect = False
+            return 0
+        if older is None:
+            return 0  # the queue moved meanwhile: look again
+        if self.seen is None:
+            self.seen = older
+            self.suspect = bool(older)
+            return 0
+        lost = [job for job in older if job in self.seen]
+        self.suspect, self.seen = False, None
+        if not lost:
+            return 0
+        handed = self.broker.hand_back_jobs(self.broker.claim, lost)
+        logger.warning(
+            "handed back %d job(s) a killed worker took and never started", handed
+        )
+        return handed
+
+    def _older_than_the_queue(self) -> list[Any] | None:
+        """The cluster's taken, unstarted jobs older than every one still in
+        its queue or held by its pusher; None when the queue's size changed
+        while it looked."""
+        from django_q.conf import Conf
+
+        queued = self.queue.qsize()
+        unstarted = self.broker.unstarted(self.broker.claim)
+        if self.queue.qsize() != queued:
+            return None
+        # The pusher holds a taken job only while the queue is full (its put
+        # waits), or for the moment between its take and its put.
+        full = bool(Conf.QUEUE_LIMIT) and queued >= Conf.QUEUE_LIMIT
+        legitimate = queued + (Conf.BULK if full else 0)
+        return unstarted[: max(0, len(unstarted) - legitimate)]

@@ -1,0 +1,198 @@
+"""A worker killed after it took a job from its cluster's queue and before it
+claimed it as started leaves the job claimed by a live cluster and run by
+nobody: UnstartedJobWatch hands it back to the front of the queue, and only
+it, on both brokers (codex.core.queue_lock)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+import redis
+from django_q.conf import Conf
+from django_q.queues import Queue
+
+from codex.core.brokers import ClaimingORM
+from codex.core.cluster_recovery import ClusterKeeper
+from codex.core.queue_lock import IDLE, UnstartedJobWatch
+from codex.core.redis_broker import ClaimingRedis
+from tests.workers.live.brokers import REDIS_TEST_URL, empty_redis_test_db
+
+
+class TestRedis(ClaimingRedis):
+    """The claiming Redis broker on the test Redis database."""
+
+    __test__ = False
+
+    @staticmethod
+    def get_connection(list_key: str | None = None) -> redis.Redis:
+        return redis.from_url(REDIS_TEST_URL)
+
+
+@pytest.fixture(params=["orm", "redis"])
+def broker(request):
+    if request.param == "orm":
+        request.getfixturevalue("db")
+        yield ClaimingORM(list_key="lost-jobs")
+        return
+    with empty_redis_test_db():
+        yield TestRedis(list_key="lost-jobs")
+
+
+@pytest.fixture(autouse=True)
+def production_queue(monkeypatch):
+    # Codex's clusters: a queue of one job, and one job per take.
+    monkeypatch.setattr(Conf, "QUEUE_LIMIT", 1)
+    monkeypatch.setattr(Conf, "BULK", 1)
+
+
+def take(broker, name: str):
+    """Queue a job and take it for the broker's cluster, as its pusher does."""
+    broker.enqueue(name)
+    ((ack_id, _),) = broker.dequeue()
+    return ack_id
+
+
+def worker_in_the_window(task_queue: Queue) -> int:
+    """A process that takes one job like a django-q2 worker and stops before
+    claiming it (where a kill loses it); returns once it holds the job."""
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        task_queue.get()
+        os.write(ready_write, b"x")
+        signal.pause()
+        os._exit(0)
+    os.close(ready_write)
+    assert os.read(ready_read, 1) == b"x"
+    os.close(ready_read)
+    return pid
+
+
+def a_process_to_kill() -> int:
+    """A process to kill, for the watch's trigger."""
+    pid = os.fork()
+    if pid == 0:
+        signal.pause()
+        os._exit(0)
+    return pid
+
+
+def killed_idle(pid: int) -> SimpleNamespace:
+    """SIGKILL `pid`; how the sentinel sees the worker afterwards."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return SimpleNamespace(exitcode=-signal.SIGKILL, timer=SimpleNamespace(value=IDLE))
+
+
+def cluster_with_a_lost_job(broker):
+    """Three jobs taken in turn: the first by a worker then killed, the second
+    in the queue, the third held by the pusher (the queue is full)."""
+    task_queue = Queue(maxsize=1)
+    lost = take(broker, "lost")
+    task_queue.put({"ack_id": lost})
+    dead = killed_idle(worker_in_the_window(task_queue))
+    queued = take(broker, "queued")
+    task_queue.put({"ack_id": queued})
+    held = take(broker, "held by the pusher")
+    return task_queue, dead, lost, queued, held
+
+
+def test_the_lost_job_goes_back_to_the_front_of_the_queue(broker):
+    task_queue, dead, lost, queued, held = cluster_with_a_lost_job(broker)
+    assert broker.unstarted(broker.claim) == [lost, queued, held]
+    watch = UnstartedJobWatch(broker, task_queue)
+    watch.worker_ended(dead)
+
+    assert watch.look() == 0  # one look is not enough
+    assert watch.look() == 1
+
+    assert broker.unstarted(broker.claim) == [queued, held]
+    other = type(broker)(list_key="lost-jobs")
+    assert other.dequeue()[0][0] == lost, "first in the queue again"
+    assert watch.suspect is False and watch.look() == 0
+
+
+def test_without_the_watch_the_lost_job_stays_claimed(broker):
+    """The control: nothing else returns it while the cluster lives."""
+    task_queue, dead, lost, queued, held = cluster_with_a_lost_job(broker)
+    assert broker.hand_back(broker.claim, pids=set(), unstarted=False) == 0
+    assert lost in broker.unstarted(broker.claim)
+    assert type(broker)(list_key="lost-jobs").dequeue() is None
+
+
+def test_a_worker_killed_while_it_waited_took_nothing(broker):
+    task_queue = Queue(maxsize=1)
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(ready_write, b"x")
+        task_queue.get()  # blocks: nothing queued yet
+        os._exit(0)
+    assert os.read(ready_read, 1) == b"x"
+    dead = killed_idle(pid)
+    queued = take(broker, "queued")
+    task_queue.put({"ack_id": queued})
+    held = take(broker, "held by the pusher")
+    watch = UnstartedJobWatch(broker, task_queue)
+    watch.worker_ended(dead)
+
+    for _ in range(3):
+        assert watch.look() == 0
+    assert broker.unstarted(broker.claim) == [queued, held]
+
+
+def test_a_job_a_live_worker_starts_between_the_looks_stays_its(broker):
+    task_queue = Queue(maxsize=1)
+    starting = take(broker, "starting")
+    task_queue.put({"ack_id": starting})
+    assert task_queue.get(timeout=5)["ack_id"] == starting  # a live worker has it
+    watch = UnstartedJobWatch(broker, task_queue)
+    watch.worker_ended(killed_idle(a_process_to_kill()))
+
+    assert watch.look() == 0
+    assert broker.start_claim(starting, os.getpid())  # it claims it meanwhile
+    assert watch.look() == 0
+    assert broker.started_pids(broker.claim) == {os.getpid()}
+
+
+def test_only_a_worker_killed_while_idle_makes_it_look(broker):
+    watch = UnstartedJobWatch(broker, Queue(maxsize=1))
+    busy = SimpleNamespace(exitcode=-signal.SIGKILL, timer=SimpleNamespace(value=30))
+    recycled = SimpleNamespace(exitcode=0, timer=SimpleNamespace(value=IDLE))
+    for process in (busy, recycled):
+        watch.worker_ended(process)
+    assert watch.suspect is False
+
+
+@dataclass
+class Worker:
+    pid: int
+    exitcode: int | None = None
+    timer: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(value=-1))
+
+    def is_alive(self) -> bool:
+        return self.exitcode is None
+
+
+@pytest.mark.django_db
+def test_the_cluster_keeper_hands_it_back_within_two_cycles(broker):
+    task_queue, dead, lost, queued, held = cluster_with_a_lost_job(broker)
+    worker = Worker(pid=4242)
+    sentinel = SimpleNamespace(
+        pool=[worker], task_queue=task_queue, stop_event=threading.Event()
+    )
+    keeper = ClusterKeeper(broker, sentinel)
+    keeper.tick()  # sees the pool
+    worker.exitcode = dead.exitcode
+    sentinel.pool.remove(worker)
+
+    keeper.tick()  # the death, and the first look
+    assert lost in broker.unstarted(broker.claim)
+    keeper.tick()
+
+    assert broker.unstarted(broker.claim) == [queued, held]
