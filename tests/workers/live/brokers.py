@@ -3,6 +3,10 @@ database 15 on 127.0.0.1:6379), and what clusters hold in each."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
 import redis
 from django_q.brokers.redis_broker import Redis as RedisBroker
 from django_q.models import OrmQ
@@ -27,6 +31,23 @@ class TestRedisBroker(RedisBroker):
     @staticmethod
     def get_connection(list_key: str | None = None) -> redis.Redis:
         return redis.from_url(REDIS_TEST_URL)
+
+
+@contextmanager
+def empty_redis_test_db() -> Iterator[redis.Redis]:
+    """A client of the test Redis database, emptied before and after; the
+    test is skipped when Redis is not reachable."""
+    client = redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.flushdb()
+        client.close()
 
 
 def default_env(files: Files, tmp_path, kind: str, **options) -> dict[str, str]:

@@ -47,22 +47,12 @@ def enqueue_via(monkeypatch):
 def broker(request, enqueue_via):
     """Each test using it runs on both brokers: (kind, broker, Redis client or
     None); the Redis test database is emptied before and after."""
-    import redis
     from django_q.brokers.orm import ORM
 
-    from tests.workers.live.brokers import REDIS_TEST_URL, TestRedisBroker
+    from tests.workers.live.brokers import TestRedisBroker, empty_redis_test_db
 
     if request.param == "orm":
         yield "orm", enqueue_via(ORM()), None
         return
-    client = redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
-    client.flushdb()
-    try:
+    with empty_redis_test_db() as client:
         yield "redis", enqueue_via(TestRedisBroker()), client
-    finally:
-        client.flushdb()
-        client.close()

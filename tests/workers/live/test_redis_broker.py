@@ -22,10 +22,14 @@ import time
 
 import pytest
 import redis
-from django_q.brokers.redis_broker import Redis as RedisBroker
 
 from codex.core.models import SideEffect
 from tests.factories import make_task
+from tests.workers.live.brokers import (
+    REDIS_TEST_URL,
+    TestRedisBroker,
+    empty_redis_test_db,
+)
 from tests.workers.live.cluster import JOB_RETRY, wait_for, worker_env
 from tests.workers.live.helpers import (
     all_completed,
@@ -37,34 +41,13 @@ from tests.workers.live.side_effect_runner import side_effect_key
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
-
-
-class TestRedisBroker(RedisBroker):
-    """django-q's Redis broker, on the test Redis database whatever Q_CLUSTER
-    of the test process says."""
-
-    __test__ = False  # not a test class, despite its name
-
-    @staticmethod
-    def get_connection(list_key: str | None = None) -> redis.Redis:
-        return redis.from_url(REDIS_TEST_URL)
 
 
 @pytest.fixture
 def redis_broker(enqueue_via):
-    client = redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
-    client.flushdb()
-    try:
+    with empty_redis_test_db():
         yield enqueue_via(TestRedisBroker())
-    finally:
-        client.flushdb()
-        client.close()
 
 
 def test_a_step_enqueued_on_redis_runs_to_completion(
