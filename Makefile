@@ -86,7 +86,10 @@ eval: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytes
 	$(PY) -m agents.evaluation $(EVAL_ARGS)
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
+## Bytecode first: the live tests start hundreds of Python processes, and
+## where PYTHONDONTWRITEBYTECODE is set each would compile Codex again.
 test: $(VENV)/.installed-dev
+	$(PY) -m compileall -q -j 0 codex agents integrations bench tests >/dev/null
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
