@@ -28,12 +28,15 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.lookups import LessThan
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
 from codex.core.models import VersionConflict
 from codex.core.queue import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
+from codex.fleet.models.instance import instance_silent_since
+from codex.fleet.models.run import run_silent_since
 from codex.tasks.models import TERMINAL_STATUSES, Status, Task
 from codex.tasks.models.guards import EXIT_TIMEOUT
 from integrations.git import prune_all_mirrors
@@ -54,18 +57,15 @@ def stale_after() -> timedelta:
 
 def stale_runs_q(cutoff: datetime) -> Q:
     """Runs with no heartbeat since `cutoff` (or, never having beaten, started
-    before it)."""
-    return Q(heartbeat_at__lt=cutoff) | Q(
-        heartbeat_at__isnull=True, started_at__lt=cutoff
-    )
+    before it): by the expression the index run_silent is built on."""
+    return Q(LessThan(run_silent_since(), cutoff))
 
 
 def stale_instances_q(cutoff: datetime) -> Q:
     """Instances with no heartbeat since `cutoff` (or, never having beaten, no
-    activity since it); the same rule as AgentInstance.is_silent_for."""
-    return Q(heartbeat_at__lt=cutoff) | Q(
-        heartbeat_at__isnull=True, last_activity__lt=cutoff
-    )
+    activity since it); the same rule as AgentInstance.is_silent_for, by the
+    expression the index instance_live_silent is built on."""
+    return Q(LessThan(instance_silent_since(), cutoff))
 
 
 def parked_instances_q() -> Q:

@@ -14,6 +14,7 @@ import uuid
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from codex.children.flow import held_step
@@ -248,17 +249,23 @@ def _apply_requests_only(task: Task, holder: str) -> str:
     return f"{task.status}/{task.phase}"
 
 
-def resume_due_tasks() -> int:
-    """Scheduled: blocked tasks whose retry time has come go back in progress
-    (blocked → in_progress once the retry backoff elapsed,
-    docs/domain/tasks.md#retries)."""
+def due_blocked_tasks() -> QuerySet:
+    """The ids of the blocked tasks whose retry time has come, 500 at most
+    (found by the index task_blocked_until)."""
     due = Task.objects.filter(
         status=Status.BLOCKED,
         blocked_until__isnull=False,
         blocked_until__lte=timezone.now(),
-    ).values_list("task_id", flat=True)
+    )
+    return due.values_list("task_id", flat=True)[:500]
+
+
+def resume_due_tasks() -> int:
+    """Scheduled: blocked tasks whose retry time has come go back in progress
+    (blocked → in_progress once the retry backoff elapsed,
+    docs/domain/tasks.md#retries)."""
     resumed = 0
-    for task_id in list(due[:500]):
+    for task_id in list(due_blocked_tasks()):
         task = Task.objects.get(task_id=task_id)
         try:
             task.perform("unblock", by="system:scheduler", reason="retry time reached")

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Max, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
@@ -29,6 +30,12 @@ from codex.fleet.models.instance_queryset import (
     ParallelLimitReached,  # noqa: F401
 )
 from codex.fleet.models.relationship import InstanceRelationship
+
+
+def instance_silent_since() -> Coalesce:
+    """Since when an instance has been silent: its last heartbeat, or its last
+    activity if it never beat (AgentInstance.is_silent_for's rule)."""
+    return Coalesce("heartbeat_at", "last_activity")
 
 
 class AgentInstance(LoggedStateModel):
@@ -137,11 +144,12 @@ class AgentInstance(LoggedStateModel):
             models.Index(fields=["task", "role"], name="instance_task_role"),
             # The reaper, the review-limit check and the dashboard ask only
             # for live instances: a partial index keeps those scans the size
-            # of the live work, not of every instance ever run.
+            # of the live work, not of every instance ever run; keyed by the
+            # reaper's expression, its look for silent ones finds just those.
             models.Index(
-                fields=["heartbeat_at", "last_activity"],
+                instance_silent_since(),
                 condition=~Q(status="terminated"),
-                name="instance_live",
+                name="instance_live_silent",
             ),
         ]
         constraints = [

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from django.db import models
 from django.db.models import Case, Count, F, Q, Sum, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
@@ -40,6 +41,12 @@ def new_session_id(slot: int = 1) -> str:
 # The agent run of the step this thread is running (advance_task names it for
 # its runner), so the step's bookkeeping need not look it up again.
 _STEP_RUN: ContextVar[AgentRun | None] = ContextVar("step_run", default=None)
+
+
+def run_silent_since() -> Coalesce:
+    """Since when a run has been silent: its last heartbeat, or its start if
+    it never beat (the reaper's rule, codex.fleet.heartbeats)."""
+    return Coalesce("heartbeat_at", "started_at")
 
 
 @contextmanager
@@ -210,6 +217,11 @@ class AgentRun(LoggedStateModel):
         indexes = [
             models.Index(fields=["status", "-started_at"], name="run_status_started"),
             models.Index(fields=["-started_at", "-id"], name="run_started"),
+            # The reaper's look for silent runs, by the expression it filters
+            # on: its cost stays that of the runs it finds, not of all running.
+            models.Index(
+                run_silent_since(), condition=Q(status="running"), name="run_silent"
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -252,6 +252,12 @@ class Task(
             models.Index(
                 fields=["id"], condition=models.Q(pr_merged=True), name="task_merged"
             ),
+            # The scheduler's look for blocked tasks whose retry time came.
+            models.Index(
+                fields=["blocked_until"],
+                condition=models.Q(status="blocked"),
+                name="task_blocked_until",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
