@@ -29,13 +29,16 @@ returns (`job_handed_back`), so a step never runs twice at once.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-READ_SYSCALL = "0"  # read(2) on x86-64 and arm64 alike: __NR_read
 # django-q2 sets a worker's timer to -1 while it waits for a job.
 IDLE = -1
 
@@ -43,17 +46,62 @@ IDLE = -1
 def reading(pid: int, fd: int) -> bool | None:
     """Whether process `pid` is blocked in read(2) on file descriptor `fd`;
     None when that cannot be told (no /proc, no permission)."""
+    number = read_syscall()
+    if number is None:
+        return None
     try:
-        with open(f"/proc/{pid}/syscall") as handle:
-            fields = handle.read().split()
+        fields = _syscall(f"/proc/{pid}/syscall")
     except FileNotFoundError:
         return False  # gone: it reads nothing
     except OSError:
         return None
-    if not fields or fields[0] != READ_SYSCALL or len(fields) < 2:
+    if not fields or fields[0] != number or len(fields) < 2:
         return False
+    reads_from = _number(fields[1])
+    return None if reads_from is None else reads_from == fd
+
+
+@functools.cache
+def read_syscall() -> str | None:
+    """What /proc/<pid>/syscall shows first for a thread blocked in read(2)
+    here: the number differs between architectures (0 on x86-64, 63 on
+    arm64), so it is learnt once, from a thread of this process blocked in
+    one. None when it cannot be learnt."""
+    read_end, write_end = os.pipe()
+    ids: list[int] = []
+
+    def blocked_reader() -> None:
+        ids.append(threading.get_native_id())
+        os.read(read_end, 1)
+
+    thread = threading.Thread(target=blocked_reader, daemon=True)
+    thread.start()
     try:
-        return int(fields[1], 16) == fd
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                fields = _syscall(f"/proc/self/task/{ids[0]}/syscall") if ids else []
+            except OSError:
+                return None
+            if len(fields) > 1 and _number(fields[1]) == read_end:
+                return fields[0]
+            time.sleep(0.001)
+        return None
+    finally:
+        os.write(write_end, b"x")
+        thread.join(1.0)
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _syscall(path: str) -> list[str]:
+    with open(path) as handle:
+        return handle.read().split()
+
+
+def _number(field: str) -> int | None:
+    try:
+        return int(field, 16)
     except ValueError:
         return None
 

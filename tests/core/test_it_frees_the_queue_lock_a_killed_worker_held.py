@@ -5,6 +5,7 @@ ReaderLockWatch releases it, and only then (codex.core.queue_lock)."""
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import time
 from types import SimpleNamespace
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from django_q.queues import Queue
 
-from codex.core.queue_lock import IDLE, ReaderLockWatch, reading
+from codex.core.queue_lock import IDLE, ReaderLockWatch, read_syscall, reading
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/proc/self/syscall"), reason="needs /proc/<pid>/syscall"
@@ -121,3 +122,22 @@ def test_a_worker_that_ended_busy_or_by_itself_is_no_suspect(two_waiting_workers
     for process in (busy, recycled):
         watch.worker_ended(process)
     assert watch.suspect is False
+
+
+def test_it_learns_what_a_blocked_read_looks_like_on_this_machine():
+    # read(2) is 0 on x86-64 and 63 on arm64: a number assumed for one would
+    # take a live reader for none on the other, and release its lock.
+    known = {"x86_64": "0", "aarch64": "63"}
+    assert read_syscall() == known.get(platform.machine(), read_syscall())
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(read_end, 1)
+        os._exit(0)
+    try:
+        assert wait_until(lambda: reading(pid, read_end))
+        assert reading(pid, write_end) is False
+    finally:
+        os.write(write_end, b"x")
+        os.waitpid(pid, 0)
+    assert reading(pid, read_end) is False  # gone: it reads nothing
