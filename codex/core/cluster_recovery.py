@@ -150,6 +150,11 @@ class ClusterKeeper:
         queue = sentinel.task_queue if sentinel is not None else None
         self.queue_lock = ReaderLockWatch(queue) if queue is not None else None
         self.unstarted = UnstartedJobWatch(broker, queue) if queue is not None else None
+        results = getattr(sentinel, "result_queue", None)
+        self.result_lock = (
+            ReaderLockWatch(results, "result") if results is not None else None
+        )
+        self.monitor: Any = None
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules and warm
@@ -215,6 +220,7 @@ class ClusterKeeper:
                 self.queue_lock.look(self._live_workers())
             if self.unstarted is not None and self.unstarted.suspect:
                 self.unstarted.look()
+            self._watch_the_monitor()
             now = time.monotonic()
             if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
                 self.last_beat = now
@@ -285,6 +291,21 @@ class ClusterKeeper:
             logger.warning(
                 "handed back %d job(s) of dead workers %s", handed, crashed & running
             )
+
+    def _watch_the_monitor(self) -> None:
+        """django-q2's monitor is the result queue's one reader: one killed
+        while it waited for a result held the queue's reader lock, and the
+        one started in its place would wait for it for ever."""
+        if self.result_lock is None:
+            return
+        monitor = getattr(self.sentinel, "monitor", None)
+        if monitor is not self.monitor:
+            dead, self.monitor = self.monitor, monitor
+            if dead is not None and dead.exitcode is not None and dead.exitcode < 0:
+                self.result_lock.reader_killed()
+        if self.result_lock.suspect:
+            live = monitor is not None and monitor.is_alive()
+            self.result_lock.look([monitor.pid] if live else [])
 
     def _live_workers(self) -> set[int]:
         return {process.pid for process in self.sentinel.pool if process.is_alive()}

@@ -13,7 +13,10 @@ while no live worker reads the pipe and a job waits in the queue, seen on two
 looks in a row, is the dead worker's: it is released, and the next waiting
 worker takes the job. Whether
 a worker reads the pipe comes from /proc/<pid>/syscall (Linux); where that
-cannot be read, nothing is released.
+cannot be read, nothing is released. The result queue has one reader, the
+cluster's monitor, which waits in it the same way: a monitor killed then
+would leave the one django-q2 starts in its place waiting for ever, and no
+job acknowledged again; the same watch releases that lock.
 
 A worker killed just after it took a job from the queue, before it claimed it
 as started (`codex.core.brokers`), leaves that job claimed by its live cluster
@@ -117,8 +120,8 @@ def killed_while_idle(process: Any) -> bool:
 class ReaderLockWatch:
     """Watches the reader lock of one cluster's task queue (module docstring)."""
 
-    def __init__(self, task_queue: Any) -> None:
-        self.queue = task_queue
+    def __init__(self, queue: Any, name: str = "task") -> None:
+        self.queue, self.name = queue, name
         self.suspect = False
         self.lost_looks = 0
 
@@ -128,6 +131,12 @@ class ReaderLockWatch:
         if killed_while_idle(process):
             self.suspect = True
             self.lost_looks = 0
+
+    def reader_killed(self) -> None:
+        """The queue's only reader (the monitor, for the result queue) was
+        killed: it may have held the lock."""
+        self.suspect = True
+        self.lost_looks = 0
 
     def look(self, live_workers: Iterable[int]) -> bool:
         """One look (every cycle); True when it released a lost lock."""
@@ -157,7 +166,9 @@ class ReaderLockWatch:
             lock.release()
         except ValueError:  # released meanwhile
             return False
-        logger.warning("released the task queue's reader lock a killed worker held")
+        logger.warning(
+            "released the %s queue's reader lock a killed process held", self.name
+        )
         return True
 
     def _job_waiting(self) -> bool:

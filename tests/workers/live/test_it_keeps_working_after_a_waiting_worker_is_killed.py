@@ -2,7 +2,9 @@
 queue's reader lock then) does not stop its cluster: the cluster keeper
 releases the lock the dead worker held (codex.core.queue_lock), and the jobs
 that come next run. Before, the other workers waited for that lock for ever
-while the cluster beat on, its claimed job stuck."""
+while the cluster beat on, its claimed job stuck. The same for the monitor,
+the result queue's one reader: killed while it waits, the one started in its
+place gets the results, and the jobs are acknowledged (their rows go)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import signal
 
 import pytest
 from django_q.brokers.orm import ORM
+from django_q.models import OrmQ
 
+from codex.core.queue_lock import read_syscall
 from tests.factories import make_task
 from tests.workers.live.cluster import wait_for, worker_env
 from tests.workers.live.helpers import wait_completed
@@ -26,14 +30,14 @@ pytestmark = [
 ]
 
 
-def reading_worker(cluster) -> int | None:
-    """The worker blocked in read(2): the one that waits for the next job
-    holding the queue's reader lock (the others wait for the lock). Workers
-    by django-q2's log line, not the monitor, which reads its own queue."""
-    for pid in re.findall(r"ready for work at (\d+)", cluster.log()):
+def reading(cluster, pattern: str) -> int | None:
+    """The process named by django-q2's log line `pattern` blocked in read(2):
+    a worker that waits for the next job holding the queue's reader lock (the
+    others wait for the lock), or the monitor waiting for a result."""
+    for pid in re.findall(pattern, cluster.log()):
         try:
             with open(f"/proc/{pid}/syscall") as handle:
-                if handle.read().split()[0] == "0":
+                if handle.read().split()[0] == read_syscall():
                     return int(pid)
         except (OSError, IndexError):
             continue
@@ -45,9 +49,27 @@ def test_the_next_jobs_run_after_the_waiting_worker_is_killed(
 ):
     enqueue_via(ORM())
     cluster = clusters.start(worker_env(files, workers=2, var_dir=tmp_path))
-    holder = wait_for(lambda: reading_worker(cluster), 30, "a worker waiting")
+    holder = wait_for(
+        lambda: reading(cluster, r"ready for work at (\d+)"), 30, "a worker waiting"
+    )
     os.kill(holder, signal.SIGKILL)
 
     task_ids = [make_task(title=f"After the kill {n}").task_id for n in range(3)]
     wait_completed(task_ids, clusters, cluster)
     assert "released the task queue's reader lock" in cluster.log()
+
+
+def test_the_jobs_are_acknowledged_after_the_waiting_monitor_is_killed(
+    clusters, files, enqueue_via, tmp_path
+):
+    enqueue_via(ORM())
+    cluster = clusters.start(worker_env(files, workers=2, var_dir=tmp_path))
+    monitor = wait_for(
+        lambda: reading(cluster, r"monitoring at (\d+)"), 30, "the monitor waiting"
+    )
+    os.kill(monitor, signal.SIGKILL)
+
+    task_ids = [make_task(title=f"After the kill {n}").task_id for n in range(3)]
+    wait_completed(task_ids, clusters, cluster)
+    wait_for(lambda: not OrmQ.objects.exists(), 30, "every job acknowledged")
+    assert "released the result queue's reader lock" in cluster.log()
