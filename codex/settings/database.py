@@ -69,9 +69,10 @@ CACHES = {
     ),
     # API throttle counts: shared by every web process and machine (a
     # per-process count lets each gunicorn worker grant the whole rate). The
-    # database cache's table is made by migration core 0004. Tests count in
-    # memory (the schema is loaded before any test database exists) except
-    # those of the shared count (tests/core/api/test_throttling.py).
+    # database cache (codex.core.db_cache: a set is one upsert) has its table
+    # made by migration core 0004. Tests count in memory (the schema is loaded
+    # before any test database exists) except those of the shared count
+    # (tests/core/api/test_throttling.py).
     "throttle": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -85,7 +86,7 @@ CACHES = {
         }
         if TESTING
         else {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
             "LOCATION": "codex_throttle_cache",
         }
     ),

@@ -93,7 +93,7 @@ def database_cache(settings):
     settings.CACHES = {
         **settings.CACHES,
         "throttle": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
             "LOCATION": "codex_throttle_cache",
         },
     }
