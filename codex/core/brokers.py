@@ -408,6 +408,12 @@ def _on_job_start(sender: Any, func: Any = None, task: Any = None, **kwargs) -> 
         _current["handed_back"] = not broker.start_claim(task["ack_id"], os.getpid())
     except Exception:  # noqa: BLE001 - without a claim the job still runs
         logger.exception("could not claim job %s at its start", task.get("name"))
+        return
+    if _current["handed_back"]:
+        # Its row is the queue's again, perhaps taken anew by this very
+        # cluster: the monitor's acknowledgement of this copy (the worker
+        # hands it this dict) would delete the copy that is to run.
+        task["ack_id"] = None
 
 
 def job_handed_back() -> bool:

@@ -155,6 +155,7 @@ class ClusterKeeper:
             ReaderLockWatch(results, "result") if results is not None else None
         )
         self.monitor: Any = None
+        self.pusher: Any = None
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules and warm
@@ -221,6 +222,7 @@ class ClusterKeeper:
             if self.unstarted is not None and self.unstarted.suspect:
                 self.unstarted.look()
             self._watch_the_monitor()
+            self._watch_the_pusher()
             now = time.monotonic()
             if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
                 self.last_beat = now
@@ -306,6 +308,16 @@ class ClusterKeeper:
         if self.result_lock.suspect:
             live = monitor is not None and monitor.is_alive()
             self.result_lock.look([monitor.pid] if live else [])
+
+    def _watch_the_pusher(self) -> None:
+        """A pusher killed while it held a taken job (its put waiting for a
+        full queue) leaves that job claimed and unstarted."""
+        pusher = getattr(self.sentinel, "pusher", None)
+        if pusher is self.pusher:
+            return
+        dead, self.pusher = self.pusher, pusher
+        if dead is not None and self.unstarted is not None:
+            self.unstarted.pusher_ended(dead)
 
     def _live_workers(self) -> set[int]:
         return {process.pid for process in self.sentinel.pool if process.is_alive()}

@@ -20,20 +20,23 @@ job acknowledged again; the same watch releases that lock.
 
 A worker killed just after it took a job from the queue, before it claimed it
 as started (`codex.core.brokers`), leaves that job claimed by its live cluster
-and in nobody's hands: `UnstartedJobWatch` finds it. The queue is first in,
-first out, so the jobs the cluster took and no worker started are, newest
-last: the dead worker's, then those still in the queue (`qsize()`), then the
-one the pusher holds while the queue is full. Older ones than that, seen on
-two looks in a row, are handed back to the front of the queue. A live worker
-between taking a job and claiming it is there for milliseconds; were it
-there across both looks, its start finds the job handed back and the step
-returns (`job_handed_back`), so a step never runs twice at once.
+and in nobody's hands; so does a pusher killed while it held a job it had
+taken for a full queue. `UnstartedJobWatch` finds such a job. The queue is
+first in, first out, so the jobs the cluster took and no worker started are,
+oldest first: the lost ones, those still in the queue (its semaphore's count),
+and the one the pusher may hold while the queue is full. One older than all
+those, on two looks in a row, is handed back to the front of the queue; the
+watch keeps looking for a few minutes after a death, as the queue moves on.
+A live worker between taking a job and claiming it is there for milliseconds;
+were it there across both looks, its start finds the job handed back: the
+step returns at once (`job_handed_back`) and the monitor does not acknowledge
+it, so the copy handed back is the one that runs.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
+import multiprocessing.queues
 import os
 import threading
 import time
@@ -44,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 # django-q2 sets a worker's timer to -1 while it waits for a job.
 IDLE = -1
+# How long UnstartedJobWatch keeps looking after a death (under steady load
+# the pusher always holds a job it cannot tell from a lost one).
+WATCH_SECONDS = 300.0
 
 
 def reading(pid: int, fd: int) -> bool | None:
@@ -64,12 +70,22 @@ def reading(pid: int, fd: int) -> bool | None:
     return None if reads_from is None else reads_from == fd
 
 
-@functools.cache
+_read_syscall: str | None = None
+
+
 def read_syscall() -> str | None:
     """What /proc/<pid>/syscall shows first for a thread blocked in read(2)
     here: the number differs between architectures (0 on x86-64, 63 on
-    arm64), so it is learnt once, from a thread of this process blocked in
-    one. None when it cannot be learnt."""
+    arm64), so it is learnt from a thread of this process blocked in one,
+    once it could be (a failure, say on a machine too busy to run the thread
+    in time, is tried again at the next call). None when it cannot be learnt."""
+    global _read_syscall
+    if _read_syscall is None:
+        _read_syscall = _learn_read_syscall()
+    return _read_syscall
+
+
+def _learn_read_syscall() -> str | None:
     read_end, write_end = os.pipe()
     ids: list[int] = []
 
@@ -79,22 +95,26 @@ def read_syscall() -> str | None:
 
     thread = threading.Thread(target=blocked_reader, daemon=True)
     thread.start()
+    number = None
     try:
         deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
+        while number is None and time.monotonic() < deadline:
             try:
                 fields = _syscall(f"/proc/self/task/{ids[0]}/syscall") if ids else []
             except OSError:
-                return None
+                break
             if len(fields) > 1 and _number(fields[1]) == read_end:
-                return fields[0]
-            time.sleep(0.001)
-        return None
+                number = fields[0]
+            else:
+                time.sleep(0.001)
     finally:
         os.write(write_end, b"x")
         thread.join(1.0)
-        os.close(read_end)
-        os.close(write_end)
+        if not thread.is_alive():
+            os.close(read_end)
+            os.close(write_end)
+        # else: left open, for the thread must not read a reused descriptor.
+    return number
 
 
 def _syscall(path: str) -> list[str]:
@@ -107,6 +127,15 @@ def _number(field: str) -> int | None:
         return int(field, 16)
     except ValueError:
         return None
+
+
+def queued(queue: Any) -> int:
+    """How many items wait in `queue`, by its semaphore: one read leaves the
+    count as it leaves the pipe. (django-q2's Queue.qsize() is a counter its
+    get() lowers only after unpickling: a reader killed in between leaves it
+    one too high for good.) Raises NotImplementedError where the semaphore's
+    value cannot be read (macOS)."""
+    return max(0, multiprocessing.queues.Queue.qsize(queue))
 
 
 def killed_while_idle(process: Any) -> bool:
@@ -173,63 +202,84 @@ class ReaderLockWatch:
 
     def _job_waiting(self) -> bool:
         try:
-            return self.queue.qsize() > 0
+            return queued(self.queue) > 0
         except NotImplementedError:  # macOS: no sem_getvalue
             return False
 
 
 class UnstartedJobWatch:
-    """Finds the job a killed worker took and never started (module docstring)."""
+    """Finds the job a killed worker or pusher took and no worker started
+    (module docstring)."""
 
     def __init__(self, broker: Any, task_queue: Any) -> None:
         self.broker, self.queue = broker, task_queue
-        self.suspect = False
-        self.seen: list[Any] | None = None
+        self.until: float | None = None
+        self.seen: list[Any] = []
+
+    @property
+    def suspect(self) -> bool:
+        return self.until is not None
 
     def worker_ended(self, process: Any) -> None:
-        """A worker process ended: if killed while idle, it may have just
-        taken a job."""
-        if killed_while_idle(process):
-            self.suspect, self.seen = True, None
+        """A worker process ended: if not by itself and while its timer said
+        idle, it may have just taken a job."""
+        timer = getattr(process, "timer", None)
+        if process.exitcode and timer is not None and timer.value == IDLE:
+            self._look_for_a_while()
+
+    def pusher_ended(self, process: Any) -> None:
+        """The pusher ended other than by a stop: it may have held a job."""
+        if process.exitcode:
+            self._look_for_a_while()
+
+    def _look_for_a_while(self) -> None:
+        self.until = time.monotonic() + WATCH_SECONDS
+        self.seen = []
 
     def look(self) -> int:
         """One look (every cycle while suspect); returns how many jobs it
         handed back."""
-        if not self.suspect:
+        if self.until is None:
+            return 0
+        if time.monotonic() > self.until:
+            self.until, self.seen = None, []
             return 0
         try:
-            older = self._older_than_the_queue()
-        except NotImplementedError:  # macOS: no qsize()
-            self.suspect = False
+            picture = self._older_than_the_queue()
+        except NotImplementedError:  # macOS: no semaphore value
+            self.until, self.seen = None, []
             return 0
-        if older is None:
+        if picture is None:
             return 0  # the queue moved meanwhile: look again
-        if self.seen is None:
-            self.seen = older
-            self.suspect = bool(older)
+        older, settled = picture
+        if settled:
+            self.until, self.seen = None, []  # nothing outside the queue
             return 0
         lost = [job for job in older if job in self.seen]
-        self.suspect, self.seen = False, None
+        self.seen = older
         if not lost:
             return 0
         handed = self.broker.hand_back_jobs(self.broker.claim, lost)
-        logger.warning(
-            "handed back %d job(s) a killed worker took and never started", handed
-        )
+        self.seen = [job for job in older if job not in lost]
+        logger.warning("handed back %d job(s) taken and never started", handed)
         return handed
 
-    def _older_than_the_queue(self) -> list[Any] | None:
+    def _older_than_the_queue(self) -> tuple[list[Any], bool] | None:
         """The cluster's taken, unstarted jobs older than every one still in
-        its queue or held by its pusher; None when the queue's size changed
-        while it looked."""
+        its queue or perhaps held by its pusher, and whether no job is
+        outside the queue at all; None when the queue's size changed while
+        it looked."""
         from django_q.conf import Conf
 
-        queued = self.queue.qsize()
+        waiting = queued(self.queue)
         unstarted = self.broker.unstarted(self.broker.claim)
-        if self.queue.qsize() != queued:
+        if queued(self.queue) != waiting:
             return None
-        # The pusher holds a taken job only while the queue is full (its put
-        # waits), or for the moment between its take and its put.
-        full = bool(Conf.QUEUE_LIMIT) and queued >= Conf.QUEUE_LIMIT
-        legitimate = queued + (Conf.BULK if full else 0)
-        return unstarted[: max(0, len(unstarted) - legitimate)]
+        # The pusher may hold a taken job while the queue is full (its put
+        # waits), or for the moment between its take and its put. A job
+        # older than the queue but counted as the pusher's is found once the
+        # queue moves on: it waits no longer than it would have in the queue.
+        full = bool(Conf.QUEUE_LIMIT) and waiting >= Conf.QUEUE_LIMIT
+        legitimate = waiting + (Conf.BULK if full else 0)
+        older = unstarted[: max(0, len(unstarted) - legitimate)]
+        return older, len(unstarted) <= waiting

@@ -25,6 +25,17 @@ return 0
 """
 
 
+# Moves a taken job back to the front of the queue, if it is still taken:
+# whoever removes it hands it back, never twice, and never loses it between.
+_HAND_BACK = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+    redis.call('LPUSH', KEYS[2], ARGV[1])
+    return 1
+end
+return 0
+"""
+
+
 def _digest(payload: bytes) -> str:
     return hashlib.sha1(payload).hexdigest()  # noqa: S324 - a name, not a secret
 
@@ -111,14 +122,12 @@ class ClaimingRedis(ClaimingBroker, Redis):
         return self.connection.lrange(self._taken(claim), 0, -1)
 
     def hand_back_jobs(self, claim: str, ack_ids: list[Any]) -> int:
-        count = 0
+        keys = [self._taken(claim), self.list_key]
         # The newest first, each to the front: the oldest ends up first.
-        for payload in reversed(ack_ids):
-            # Whoever removes it hands it back: never twice.
-            if self.connection.lrem(self._taken(claim), 1, payload):
-                self.connection.lpush(self.list_key, payload)
-                count += 1
-        return count
+        return sum(
+            self.connection.eval(_HAND_BACK, 2, *keys, payload)
+            for payload in reversed(ack_ids)
+        )
 
     def known_claims(self) -> set[str]:
         return {claim.decode() for claim in self.connection.smembers(self.claims_key)}
