@@ -13,6 +13,9 @@ touches and deletes are Django's.
 from __future__ import annotations
 
 import base64
+import contextlib
+import itertools
+import logging
 import pickle
 from datetime import UTC, datetime
 from typing import Any
@@ -20,19 +23,19 @@ from typing import Any
 from django.conf import settings
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.db import DatabaseCache
-from django.db import connections, router
+from django.db import DatabaseError, connections, router, transaction
 from django.utils.timezone import now as tz_now
 
 CULL_CHECK_EVERY = 50
+# Sets by this process, whatever cache object made them (Django makes one per
+# thread, and one per request context under ASGI).
+_sets = itertools.count(1)
+logger = logging.getLogger(__name__)
 UPSERT_VENDORS = ("postgresql", "sqlite")
 
 
 class UpsertDatabaseCache(DatabaseCache):
     """DatabaseCache whose set is one upsert (see the module docstring)."""
-
-    def __init__(self, table: str, params: dict[str, Any]) -> None:
-        super().__init__(table, params)
-        self._sets = 0
 
     def set(
         self,
@@ -53,21 +56,28 @@ class UpsertDatabaseCache(DatabaseCache):
         quote = connection.ops.quote_name
         table, key_column = quote(self._table), quote("cache_key")
         value_column, expires_column = quote("value"), quote("expires")
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} ({key_column}, {value_column}, "
-                f"{expires_column}) VALUES (%s, %s, %s) ON CONFLICT ({key_column}) "
-                f"DO UPDATE SET {value_column} = EXCLUDED.{value_column}, "
-                f"{expires_column} = EXCLUDED.{expires_column}",
-                [
-                    key,
-                    stored.decode("latin1"),
-                    connection.ops.adapt_datetimefield_value(expires),
-                ],
-            )
-            self._sets += 1
-            if self._sets % CULL_CHECK_EVERY == 0:
-                self._cull_when_full(db, cursor, table)
+        upsert = (
+            f"INSERT INTO {table} ({key_column}, {value_column}, {expires_column}) "
+            f"VALUES (%s, %s, %s) ON CONFLICT ({key_column}) DO UPDATE SET "
+            f"{value_column} = EXCLUDED.{value_column}, "
+            f"{expires_column} = EXCLUDED.{expires_column}"
+        )
+        stamp = connection.ops.adapt_datetimefield_value(expires)
+        # As Django's: a write that fails is let fail (a request is not
+        # refused for a count that could not be kept), and inside a
+        # transaction only a savepoint's worth of it is undone.
+        contained = (
+            transaction.atomic(using=db)
+            if connection.in_atomic_block
+            else contextlib.nullcontext()
+        )
+        try:
+            with contained, connection.cursor() as cursor:
+                cursor.execute(upsert, [key, stored.decode("latin1"), stamp])
+                if next(_sets) % CULL_CHECK_EVERY == 0:
+                    self._cull_when_full(db, cursor, table)
+        except DatabaseError:
+            logger.warning("could not write cache key %s", key, exc_info=True)
 
     @staticmethod
     def _expiry(timeout: float | None) -> datetime:

@@ -1,14 +1,15 @@
 """The throttles' database cache (codex.core.db_cache) writes a key with one
 statement instead of Django's five (a row count, then a transaction that looks
 the key up and updates or inserts it), and behaves as Django's otherwise:
-values, overwrites, expiry, and a cull when the table is full."""
+values, overwrites, expiry, a cull when the table is full, and a write that
+fails let fail (the request goes on uncounted)."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.cache import caches
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +38,9 @@ def rows() -> int:
         return cursor.fetchone()[0]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_set_is_one_statement_and_reads_back(cache):
+    """Outside a transaction, as an API request's throttle counts."""
     history = [1764000000.5 - n for n in range(600)]  # a throttle's history
     with CaptureQueriesContext(connection) as first:
         cache.set("user-1", history, 60)
@@ -71,3 +74,21 @@ def test_without_cull_checks_the_table_grows_past_its_limit(cache, monkeypatch):
     for n in range(30):
         cache.set(f"key-{n}", n, 60)
     assert rows() == 30
+
+
+def test_a_write_that_fails_is_let_fail(settings):
+    settings.CACHES = {
+        **settings.CACHES,
+        "missing": {
+            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
+            "LOCATION": "codex_no_such_cache_table",
+        },
+    }
+    cache = caches["missing"]
+    cache.set("key", "value", 60)  # no error
+    with transaction.atomic():
+        cache.set("key", "value", 60)
+        # The transaction around it is still usable.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            assert cursor.fetchone() == (1,)
