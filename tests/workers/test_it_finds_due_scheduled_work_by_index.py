@@ -19,8 +19,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from codex.fleet.heartbeats import parked_instances_q, stale_instances_q, stale_runs_q
-from codex.fleet.models import AgentInstance, AgentRun
+from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.tasks.jobs import due_blocked_tasks
+from codex.tasks.models import Status, Task
+from tests.factories import make_repository, make_task
+from tests.fleet.factories import make_instance
 
 pytestmark = [
     pytest.mark.django_db,
@@ -28,6 +31,37 @@ pytestmark = [
         connection.vendor != "postgresql", reason="partial indexes: PostgreSQL"
     ),
 ]
+
+
+WORKING = 200
+
+
+@pytest.fixture(autouse=True)
+def work_under_way():
+    """Runs, instances and blocked tasks at work, none of them due, and the
+    planner's statistics of them: the plans are those of a busy system, not
+    of empty tables whatever earlier tests left in the statistics."""
+    now = timezone.now()
+    repository = make_repository()
+    tasks = [make_task(repository=repository) for _ in range(WORKING)]
+    Task._base_manager.filter(pk__in=[task.pk for task in tasks]).update(
+        status=Status.BLOCKED, blocked_until=now + timedelta(hours=1)
+    )
+    AgentRun.objects.bulk_create(
+        AgentRun(
+            session_id=f"busy-{n}",
+            status=RunStatus.RUNNING,
+            started_at=now - timedelta(minutes=5),
+            heartbeat_at=now,
+        )
+        for n in range(WORKING)
+    )
+    for n in range(WORKING):
+        instance = make_instance(repository=repository, issue_number=n + 1)
+        AgentInstance._base_manager.filter(pk=instance.pk).update(heartbeat_at=now)
+    with connection.cursor() as cursor:
+        for model in (Task, AgentRun, AgentInstance):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
 def plan(queryset) -> str:
