@@ -163,9 +163,12 @@ def _supervised_round(
         killed_at = time.time()
         return _seconds_to_restart(log, jobs, killed_at)
     finally:
-        # Its clusters hold minute-long jobs a graceful stop would wait for.
+        # Its clusters hold minute-long jobs a graceful stop would wait for:
+        # the supervisor goes first (it would fork another), then its cluster.
         with contextlib.suppress(RuntimeError, ProcessLookupError):
-            os.killpg(_supervised_group(supervisor), signal.SIGKILL)
+            group = _supervised_group(supervisor)
+            os.kill(supervisor.process.pid, signal.SIGKILL)
+            os.killpg(group, signal.SIGKILL)
         supervisor.stop()
         _empty(kind)
 
