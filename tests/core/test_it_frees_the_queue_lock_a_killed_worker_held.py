@@ -14,30 +14,11 @@ import pytest
 from django_q.queues import Queue
 
 from codex.core.queue_lock import IDLE, ReaderLockWatch, read_syscall, reading
+from tests.core.forked_readers import items_done, start_reader, wait_until
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/proc/self/syscall"), reason="needs /proc/<pid>/syscall"
 )
-
-
-def start_worker(task_queue: Queue, done_write: int) -> int:
-    """A process that takes jobs like a django-q2 worker and reports each."""
-    pid = os.fork()
-    if pid == 0:
-        for job in iter(task_queue.get, "STOP"):
-            os.write(done_write, f"{job}\n".encode())
-        os._exit(0)
-    return pid
-
-
-def wait_until(predicate, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.02)
-    return None
 
 
 @pytest.fixture
@@ -45,7 +26,7 @@ def two_waiting_workers():
     task_queue = Queue(maxsize=1)
     done_read, done_write = os.pipe()
     os.set_blocking(done_read, False)
-    pids = [start_worker(task_queue, done_write) for _ in range(2)]
+    pids = [start_reader(task_queue, done_write) for _ in range(2)]
     fd = task_queue._reader.fileno()
     holder = wait_until(lambda: [pid for pid in pids if reading(pid, fd)])
     assert holder, "no worker is waiting in read(2) on the queue"
@@ -65,13 +46,6 @@ def kill(pid: int) -> SimpleNamespace:
     return SimpleNamespace(exitcode=-signal.SIGKILL, timer=SimpleNamespace(value=IDLE))
 
 
-def jobs_done(done_read: int) -> str:
-    try:
-        return os.read(done_read, 1024).decode()
-    except BlockingIOError:
-        return ""
-
-
 def test_a_killed_waiting_worker_stalls_the_queue_until_the_lock_is_released(
     two_waiting_workers,
 ):
@@ -81,11 +55,11 @@ def test_a_killed_waiting_worker_stalls_the_queue_until_the_lock_is_released(
     (survivor,) = set(pids) - {holder}
     task_queue.put("job-1")
     time.sleep(0.5)
-    assert jobs_done(done_read) == ""  # the control: the lock died with it
+    assert items_done(done_read) == ""  # the control: the lock died with it
 
     assert watch.look([survivor]) is False  # one look is not enough
     assert watch.look([survivor]) is True
-    assert wait_until(lambda: jobs_done(done_read)) == "job-1\n"
+    assert wait_until(lambda: items_done(done_read)) == "job-1\n"
     assert watch.look([survivor]) is False  # done, nothing more to release
 
 
@@ -99,7 +73,7 @@ def test_a_killed_worker_that_did_not_hold_the_lock_leaves_it_alone(
     for _ in range(3):
         assert watch.look([holder]) is False
     task_queue.put("job-1")
-    assert wait_until(lambda: jobs_done(done_read)) == "job-1\n"
+    assert wait_until(lambda: items_done(done_read)) == "job-1\n"
     # The lock is the live worker's again, not released twice.
     assert wait_until(lambda: reading(holder, task_queue._reader.fileno()))
 

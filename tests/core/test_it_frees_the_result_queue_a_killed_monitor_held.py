@@ -18,6 +18,7 @@ from django_q.queues import Queue
 
 from codex.core.cluster_recovery import ClusterKeeper
 from codex.core.queue_lock import reading
+from tests.core.forked_readers import items_done, start_reader, wait_until
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/proc/self/syscall"), reason="needs /proc/<pid>/syscall"
@@ -41,29 +42,7 @@ class Monitor:
 
 
 def start_monitor(results: Queue, done_write: int) -> Monitor:
-    pid = os.fork()
-    if pid == 0:
-        for result in iter(results.get, "STOP"):
-            os.write(done_write, f"{result}\n".encode())
-        os._exit(0)
-    return Monitor(pid)
-
-
-def wait_until(predicate, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.02)
-    return None
-
-
-def read_done(done_read: int) -> str:
-    try:
-        return os.read(done_read, 1024).decode()
-    except BlockingIOError:
-        return ""
+    return Monitor(start_reader(results, done_write))
 
 
 @pytest.fixture
@@ -109,13 +88,13 @@ def test_the_monitor_in_a_killed_ones_place_gets_the_results(cluster):
     replace_monitor(killed=True)
     results.put("result-1")
     time.sleep(0.5)
-    assert read_done(done_read) == ""  # the control: the lock died with it
+    assert items_done(done_read) == ""  # the control: the lock died with it
 
     keeper._watch_the_monitor()  # sees the death, one look is not enough
-    assert read_done(done_read) == ""
+    assert items_done(done_read) == ""
     keeper._watch_the_monitor()
 
-    assert wait_until(lambda: read_done(done_read)) == "result-1\n"
+    assert wait_until(lambda: items_done(done_read)) == "result-1\n"
     assert keeper.result_lock.suspect is False
 
 
@@ -125,5 +104,5 @@ def test_a_monitor_that_ended_by_itself_is_no_suspect(cluster):
     keeper._watch_the_monitor()
     assert keeper.result_lock.suspect is False
     results.put("result-1")
-    assert wait_until(lambda: read_done(done_read)) == "result-1\n"
+    assert wait_until(lambda: items_done(done_read)) == "result-1\n"
     assert wait_until(lambda: reading(second.pid, results._reader.fileno()))
