@@ -154,8 +154,8 @@ class ClusterKeeper:
         self.result_lock = (
             ReaderLockWatch(results, "result") if results is not None else None
         )
-        self.monitor: Any = None
-        self.pusher: Any = None
+        # The sentinel's monitor and pusher as last seen, by role.
+        self.seen_processes: dict[str, Any] = {}
 
     def start(self) -> None:
         """Register, recover dead clusters' jobs, run due schedules and warm
@@ -300,24 +300,28 @@ class ClusterKeeper:
         one started in its place would wait for it for ever."""
         if self.result_lock is None:
             return
-        monitor = getattr(self.sentinel, "monitor", None)
-        if monitor is not self.monitor:
-            dead, self.monitor = self.monitor, monitor
-            if dead is not None and dead.exitcode is not None and dead.exitcode < 0:
-                self.result_lock.reader_killed()
+        dead = self._replaced("monitor")
+        if dead is not None and dead.exitcode is not None and dead.exitcode < 0:
+            self.result_lock.reader_killed()
         if self.result_lock.suspect:
+            monitor = self.sentinel.monitor
             live = monitor is not None and monitor.is_alive()
             self.result_lock.look([monitor.pid] if live else [])
 
     def _watch_the_pusher(self) -> None:
         """A pusher killed while it held a taken job (its put waiting for a
         full queue) leaves that job claimed and unstarted."""
-        pusher = getattr(self.sentinel, "pusher", None)
-        if pusher is self.pusher:
-            return
-        dead, self.pusher = self.pusher, pusher
+        dead = self._replaced("pusher")
         if dead is not None and self.unstarted is not None:
             self.unstarted.pusher_ended(dead)
+
+    def _replaced(self, role: str) -> Any:
+        """The sentinel's `role` process (monitor, pusher) as last seen, if
+        the sentinel has started another in its place since; else None."""
+        current = getattr(self.sentinel, role, None)
+        previous = self.seen_processes.get(role)
+        self.seen_processes[role] = current
+        return previous if previous is not None and previous is not current else None
 
     def _live_workers(self) -> set[int]:
         return {process.pid for process in self.sentinel.pool if process.is_alive()}

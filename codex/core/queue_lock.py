@@ -1,4 +1,4 @@
-"""A cluster's task queue after one of its workers was killed while it waited.
+"""A cluster's queues after one of its processes was killed while it waited.
 
 django-q2's workers take jobs with `multiprocessing.Queue.get()`, which holds
 the queue's reader lock for as long as it waits for the next job. A worker
@@ -138,12 +138,17 @@ def queued(queue: Any) -> int:
     return max(0, multiprocessing.queues.Queue.qsize(queue))
 
 
-def killed_while_idle(process: Any) -> bool:
-    """Whether a worker process ended on a signal while its timer said it
-    waited for a job (or had just taken one and not started it)."""
+def idle_at_its_end(process: Any) -> bool:
+    """Whether a worker process ended while its timer said it waited for a
+    job (or had just taken one and not started it)."""
     timer = getattr(process, "timer", None)
+    return timer is not None and timer.value == IDLE
+
+
+def killed_while_idle(process: Any) -> bool:
+    """Whether a worker process ended on a signal while it was idle."""
     killed = process.exitcode is not None and process.exitcode < 0
-    return killed and timer is not None and timer.value == IDLE
+    return killed and idle_at_its_end(process)
 
 
 class ReaderLockWatch:
@@ -158,8 +163,7 @@ class ReaderLockWatch:
         """A worker process ended: if a signal killed it while it waited for
         a job, it may have held the lock."""
         if killed_while_idle(process):
-            self.suspect = True
-            self.lost_looks = 0
+            self.reader_killed()
 
     def reader_killed(self) -> None:
         """The queue's only reader (the monitor, for the result queue) was
@@ -223,8 +227,7 @@ class UnstartedJobWatch:
     def worker_ended(self, process: Any) -> None:
         """A worker process ended: if not by itself and while its timer said
         idle, it may have just taken a job."""
-        timer = getattr(process, "timer", None)
-        if process.exitcode and timer is not None and timer.value == IDLE:
+        if process.exitcode and idle_at_its_end(process):
             self._look_for_a_while()
 
     def pusher_ended(self, process: Any) -> None:
