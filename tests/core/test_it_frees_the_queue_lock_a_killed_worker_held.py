@@ -115,3 +115,14 @@ def test_it_learns_what_a_blocked_read_looks_like_on_this_machine():
         os.write(write_end, b"x")
         os.waitpid(pid, 0)
     assert reading(pid, read_end) is False  # gone: it reads nothing
+
+
+def test_a_failure_to_learn_it_is_not_remembered(monkeypatch):
+    from codex.core import queue_lock
+
+    answers = iter([None, "0"])
+    monkeypatch.setattr(queue_lock, "_read_syscall", None)
+    monkeypatch.setattr(queue_lock, "_learn_read_syscall", lambda: next(answers))
+    assert read_syscall() is None  # a machine too busy this once
+    assert read_syscall() == "0"
+    assert read_syscall() == "0"  # learnt: asked no more

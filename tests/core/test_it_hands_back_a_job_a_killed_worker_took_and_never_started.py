@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
@@ -15,8 +17,10 @@ from django_q.conf import Conf
 from django_q.queues import Queue
 
 from codex.core.brokers import ClaimingORM
-from codex.core.queue_lock import IDLE, UnstartedJobWatch
+from codex.core.cluster_recovery import ClusterKeeper
+from codex.core.queue_lock import IDLE, UnstartedJobWatch, reading
 from codex.core.redis_broker import ClaimingRedis
+from tests.core.forked_readers import start_reader, wait_until
 from tests.workers.live.brokers import REDIS_TEST_URL, empty_redis_test_db
 
 
@@ -124,13 +128,9 @@ def test_without_the_watch_the_lost_job_stays_claimed(broker):
 
 def test_a_worker_killed_while_it_waited_took_nothing(broker):
     task_queue = Queue(maxsize=1)
-    ready_read, ready_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.write(ready_write, b"x")
-        task_queue.get()  # blocks: nothing queued yet
-        os._exit(0)
-    assert os.read(ready_read, 1) == b"x"
+    _, done_write = os.pipe()
+    pid = start_reader(task_queue, done_write)
+    assert wait_until(lambda: reading(pid, task_queue._reader.fileno()))
     dead = killed_idle(pid)
     queued = take(broker, "queued")
     task_queue.put({"ack_id": queued})
@@ -266,3 +266,61 @@ def test_a_copy_started_after_its_hand_back_is_not_acknowledged(broker, monkeypa
     if ack_id:
         broker.acknowledge(ack_id)
     assert broker.unstarted(broker.claim) == [again]
+
+
+@dataclass
+class Process:
+    """A sentinel's child process as the keeper sees it."""
+
+    pid: int
+    exitcode: int | None = None
+    timer: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(value=-1))
+
+    def is_alive(self) -> bool:
+        return self.exitcode is None
+
+
+def keeper_of(broker, task_queue: Queue, **processes) -> ClusterKeeper:
+    sentinel = SimpleNamespace(
+        task_queue=task_queue, stop_event=threading.Event(), **processes
+    )
+    keeper = ClusterKeeper(broker, sentinel)
+    keeper.tick()  # sees its processes
+    return keeper
+
+
+@pytest.mark.django_db
+def test_the_cluster_keeper_hands_it_back_within_two_cycles(broker):
+    task_queue, dead, lost, queued, held = cluster_with_a_lost_job(broker)
+    worker = Process(pid=4242)
+    keeper = keeper_of(broker, task_queue, pool=[worker], pusher=Process(4243))
+    worker.exitcode = dead.exitcode
+    keeper.sentinel.pool.remove(worker)
+
+    keeper.tick()  # the death, and the first look
+    assert lost in broker.unstarted(broker.claim)
+    keeper.tick()
+
+    assert broker.unstarted(broker.claim) == [queued, held]
+
+
+@pytest.mark.django_db
+def test_the_cluster_keeper_looks_after_its_pusher_was_killed(broker):
+    task_queue = Queue(maxsize=1)
+    queued = take(broker, "queued")
+    task_queue.put({"ack_id": queued})
+    held = take(broker, "held by the pusher when it was killed")
+    pusher = Process(pid=4243)
+    keeper = keeper_of(broker, task_queue, pool=[], pusher=pusher)
+    assert keeper.unstarted.suspect is False
+    pusher.exitcode = -signal.SIGKILL
+    keeper.sentinel.pusher = Process(pid=4244)  # the sentinel's new one
+
+    keeper.tick()
+    assert keeper.unstarted.suspect is True
+    started_by_a_live_worker(broker, task_queue)
+    keeper.tick()
+    keeper.tick()
+
+    assert broker.unstarted(broker.claim) == []
+    assert type(broker)(list_key="lost-jobs").dequeue()[0][0] == held
