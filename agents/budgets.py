@@ -75,6 +75,10 @@ class Budget:
     tool_output_chars: int = 20_000
     context_chars: int = 400_000  # about 100k tokens of history
     keep_recent_turns: int = 4
+    # The same call with the same result, nothing changed in between: a note
+    # at the first count, the run ends at the second (agents.repeats).
+    repeat_note_at: int = 4
+    repeat_limit: int = 8
     # Transient model errors retried in place (module docstring).
     model_retries: int = 6
     model_retry_max_wait: float = 30.0
@@ -111,6 +115,8 @@ class Budget:
                 get("CODEX_AGENT_TOOL_OUTPUT_CHARS", base.tool_output_chars)
             ),
             context_chars=int(get("CODEX_AGENT_CONTEXT_CHARS", base.context_chars)),
+            repeat_note_at=int(get("CODEX_AGENT_REPEAT_NOTE_AT", base.repeat_note_at)),
+            repeat_limit=int(get("CODEX_AGENT_REPEAT_LIMIT", base.repeat_limit)),
             model_retries=int(get("CODEX_MODEL_INLINE_RETRIES", base.model_retries)),
             model_retry_max_wait=float(
                 get("CODEX_MODEL_INLINE_WAIT_SECONDS", base.model_retry_max_wait)

@@ -26,6 +26,7 @@ class Kind:
     INVALID_RESULT = "invalid_result"
     NO_RESULT = "no_result"
     CONTEXT_OVERFLOW = "context_overflow"
+    STUCK = "stuck"  # the same call and result again and again: a person looks
     ERROR = "error"  # the client's classified error decides
 
 

@@ -32,24 +32,29 @@ import copy
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
 from agents.budgets import Budget
-from agents.conversation import compact, history_chars, validate, with_cache_breakpoints
-from agents.prompts import untrusted
+from agents.conversation import (  # noqa: F401 (validate: imported from here too)
+    compact,
+    history_chars,
+    validate,
+    with_cache_breakpoints,
+)
+from agents.repeats import RepeatWatch
 from agents.run_outcome import (
     BUDGET_ESCALATION_CODE,  # noqa: F401 (imported from here too)
     Kind,
     RunMetrics,
     RunOutcome,
 )
-from agents.tools import Tool, ToolOutcome, ToolRecord, cap_text
+from agents.tool_calls import SUBMIT_RESULT, ToolCalls, submit_tool  # noqa: F401
+from agents.tools import Tool, ToolRecord
 from codex.core.backoff import backoff_seconds
 from codex.core.errors import Action, ClassifiedError, ClassifiedFailure
-from integrations.anthropic.client import Response
-
-SUBMIT_RESULT = "submit_result"
+from integrations.anthropic.client import Response, Usage, is_context_overflow
 
 
 class ModelClient(Protocol):
@@ -73,8 +78,9 @@ WRAP_UP = (
     "submit_result now with what you have."
 )
 NUDGE = (
-    "You ended your turn without calling submit_result. Your work is only "
-    "recorded when you call submit_result with the result object; do that now."
+    "You ended your turn without a tool call. If the work is not finished, "
+    "continue with your tools; when it is done, call submit_result with the "
+    "result object (nothing is recorded until you do)."
 )
 CONTINUE = (
     "Your reply was cut off at the output limit. Any tool calls in it were not "
@@ -86,20 +92,26 @@ LAST_CHANCE = (
 )
 CONTINUE_AFTER_COMPACTION = (
     "The conversation reached the model's context limit; older tool outputs "
-    "were removed. Continue from where you were."
+    "were removed (the notes in the first message say what they held). "
+    "Continue from where you were."
+)
+RESUMED = (
+    "[This run was interrupted (a worker stopped, or the model asked to wait) "
+    "and resumes here, with the conversation as it was. {worktree}]"
 )
 
 
-def submit_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": SUBMIT_RESULT,
-        "description": (
-            "Submit the result of your work. Call it exactly once, when done, with "
-            "an object matching this schema; an invalid object is returned to you "
-            "with the errors."
-        ),
-        "input_schema": dict(schema),
-    }
+@dataclass(frozen=True)
+class Resume:
+    """Where an interrupted run stood: its conversation (after a complete
+    turn), its turns, usage and cost so far, and what the caller knows of
+    the worktree since (said to the model)."""
+
+    messages: list[dict[str, Any]]
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: Decimal = Decimal(0)
+    worktree_note: str = ""
 
 
 class _Run:
@@ -121,8 +133,13 @@ class _Run:
         thinking: Mapping[str, Any] | None = None,
         effort: str | None = None,
         interjection: Callable[[], str] | None = None,
+        review_submission: Callable[[dict[str, Any]], str] | None = None,
+        checkpoint: Callable[..., None] | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.client = client
+        self.checkpoint = checkpoint
+        self.overflow_retried = False
         self.thinking = dict(thinking) if thinking else None
         self.effort = effort
         self.interjection = interjection
@@ -134,32 +151,53 @@ class _Run:
             if isinstance(system, str)
             else [dict(block) for block in system]
         )
-        self.tools = {tool.name: tool for tool in tools}
-        if SUBMIT_RESULT in self.tools:
-            raise ValueError(f"{SUBMIT_RESULT} is the runtime's own tool")
-        self.definitions = [tool.definition() for tool in self.tools.values()]
-        self.definitions.append(submit_tool(result_schema))
-        self.schema = result_schema
         self.budget = budget
         self.model = model
-        self.on_tool = on_tool
         self.clock = clock
         self.started = clock()
         self.metrics = RunMetrics()
-        self.records: list[ToolRecord] = []
+        self.calls = ToolCalls(
+            tools,
+            result_schema,
+            metrics=self.metrics,
+            output_chars=budget.tool_output_chars,
+            on_tool=on_tool,
+            review_submission=review_submission,
+            repeats=RepeatWatch(
+                note_at=budget.repeat_note_at, limit=budget.repeat_limit
+            ),
+        )
         content = prompt if isinstance(prompt, str) else list(prompt)
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
-        self.invalid = 0
+        if resume is not None:
+            self._resume(resume)
         self.nudged = False
         self.second_chance_used = False
         self.wrapped_up = False
+
+    def _resume(self, resume: Resume) -> None:
+        """Go on from a checkpoint: its conversation (which ends with the
+        user's turn of tool results) and what it had spent, with a note."""
+        messages = [dict(message) for message in resume.messages]
+        if not messages or messages[-1].get("role") != "user":
+            return  # not a conversation this loop saved: start over
+        self.messages = messages
+        self.metrics.turns = resume.turns
+        self.metrics.usage = self.metrics.usage + resume.usage
+        self.metrics.cost_usd += resume.cost_usd
+        note = RESUMED.format(worktree=resume.worktree_note).replace(" ]", "]")
+        last = self.messages[-1]
+        content = last["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        last["content"] = [*content, {"type": "text", "text": note}]
 
     def outcome(self, kind: str, reason: str = "", **extra: Any) -> RunOutcome:
         return RunOutcome(
             kind=kind,
             reason=reason,
             metrics=self.metrics,
-            records=self.records,
+            records=self.calls.records,
             messages=self.messages,
             **extra,
         )
@@ -212,7 +250,7 @@ class _Run:
 
     def send(self) -> Response:
         system, tools, messages = with_cache_breakpoints(
-            self.system, self.definitions, self.messages
+            self.system, self.calls.definitions, self.messages
         )
         response = self.client.send(
             messages=messages,
@@ -253,57 +291,6 @@ class _Run:
             cap=budget.model_retry_max_wait,
         )
 
-    # -- tools
-
-    def call_tool(self, block: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
-        """Run one tool_use block: its tool_result block, and the submitted
-        result if this was a valid submit_result."""
-        name, arguments = block.get("name", ""), block.get("input") or {}
-        submitted = None
-        if name == SUBMIT_RESULT:
-            errors = (
-                validate(arguments, self.schema)
-                if isinstance(arguments, dict)
-                else ["$: expected object"]
-            )
-            if errors:
-                self.invalid += 1
-                message = "Result rejected:\n" + "\n".join(errors[:50])
-                outcome = ToolOutcome(
-                    message,
-                    True,
-                    ToolRecord(name, False, message, {"errors": errors[:50]}),
-                )
-            else:
-                submitted = dict(arguments)
-                outcome = ToolOutcome("Result accepted.", False, ToolRecord(name, True))
-        elif name in self.tools:
-            outcome = self.tools[name].call(arguments)
-        else:
-            known = ", ".join([*self.tools, SUBMIT_RESULT])
-            message = f"unknown tool {name!r}; the tools are: {known}"
-            outcome = ToolOutcome(
-                f"Error: {message}", True, ToolRecord(name or "?", False, message)
-            )
-        self.metrics.tool_count += 1
-        self.metrics.files_changed.update(outcome.record.files_changed)
-        self.records.append(outcome.record)
-        if self.on_tool is not None:
-            self.on_tool(outcome.record)
-        content = cap_text(outcome.content, self.budget.tool_output_chars)
-        if name != SUBMIT_RESULT:
-            # File contents, command output, answers: fenced, as the system
-            # prompt says (agents.prompts).
-            content = untrusted(f"{name} result", content, raw=True)
-        result = {
-            "type": "tool_result",
-            "tool_use_id": block["id"],
-            "content": content,
-        }
-        if outcome.is_error:
-            result["is_error"] = True
-        return result, submitted
-
     # -- the loop
 
     def run(self) -> RunOutcome:
@@ -315,14 +302,30 @@ class _Run:
             try:
                 response = self.send()
             except ClassifiedFailure as failure:
+                if is_context_overflow(failure.error):
+                    # Too long for the model: shorten it and send it again,
+                    # once; a second refusal in a row ends the run.
+                    if not self.overflow_retried and self.compact_if_needed(force=True):
+                        self.overflow_retried = True
+                        continue
+                    return self.outcome(
+                        Kind.CONTEXT_OVERFLOW,
+                        "the conversation exceeds the model's context window "
+                        f"and cannot be compacted further: {failure.error.message}",
+                    )
                 wait = self.wait_before_retry(failure.error)
                 if wait is None:
                     return self.outcome(
                         Kind.ERROR, failure.error.message, error=failure.error
                     )
+                if self.checkpoint is not None:
+                    # Kept with the task: a worker that dies while waiting
+                    # leaves the wait for the next one to honour.
+                    self.checkpoint(self.messages, self.metrics, wait)
                 self.sleep(wait)
                 continue  # the same conversation, sent again
             self.failures_in_a_row = 0
+            self.overflow_retried = False
             stop = response.stop_reason
             if stop == "refusal":
                 details = response.stop_details or {}
@@ -374,8 +377,10 @@ class _Run:
             # Working again: a later text-only turn gets its own nudge.
             self.nudged = False
             results, submitted = [], None
+            invalid = getattr(response, "invalid_tool_inputs", None) or {}
             for block in uses:
-                result, accepted = self.call_tool(block)
+                problem = invalid.get(block.get("id"), "")
+                result, accepted = self.calls.call(block, problem)
                 results.append(result)
                 if accepted is not None and submitted is None:
                     submitted = accepted
@@ -386,9 +391,13 @@ class _Run:
             self.add_user(results)
             if submitted is not None:
                 return self.outcome(Kind.SUBMITTED, result=submitted)
-            if self.invalid >= self.budget.max_invalid_submissions:
+            if self.calls.repeats.stuck_on:
+                return self.outcome(Kind.STUCK, self.calls.repeats.stuck_on)
+            if self.checkpoint is not None:
+                self.checkpoint(self.messages, self.metrics)
+            if self.calls.invalid >= self.budget.max_invalid_submissions:
                 reason = (
-                    f"{self.invalid} invalid results submitted; the last errors: "
+                    f"{self.calls.invalid} invalid results submitted; the last errors: "
                     + results[-1]["content"][:500]
                 )
                 if self.second_chance(reason):
@@ -402,7 +411,7 @@ class _Run:
             return False
         self.second_chance_used = True
         self.nudged = False
-        self.invalid = 0
+        self.calls.invalid = 0
         text = LAST_CHANCE.format(reason=reason[0].upper() + reason[1:])
         last = self.messages[-1]
         if last["role"] == "user":
@@ -428,6 +437,9 @@ def run_agent(
     thinking: Mapping[str, Any] | None = None,
     effort: str | None = None,
     interjection: Callable[[], str] | None = None,
+    review_submission: Callable[[dict[str, Any]], str] | None = None,
+    checkpoint: Callable[[list[dict[str, Any]], RunMetrics], None] | None = None,
+    resume: Resume | None = None,
 ) -> RunOutcome:
     """Run one agent session to its submitted result or its stop reason.
 
@@ -438,7 +450,12 @@ def run_agent(
     before a transient model error is retried in place; `thinking` and
     `effort` are the role's thinking configuration (None: the model's
     default); `interjection` gives text to add to the next turn (people's
-    messages sent while the run works), "" for none. Never raises for model
+    messages sent while the run works), "" for none; `review_submission`
+    looks at a valid result before it is accepted and gives the reason to
+    send it back ("" accepts it); `checkpoint` is called with the
+    conversation and metrics after every complete turn (and the seconds of a
+    wait the model asked for, before it is waited out in place), and
+    `resume` goes on from one (agents.checkpoints). Never raises for model
     or tool failures: the outcome says what happened.
     """
     run = _Run(
@@ -455,5 +472,8 @@ def run_agent(
         thinking=thinking,
         effort=effort,
         interjection=interjection,
+        review_submission=review_submission,
+        checkpoint=checkpoint,
+        resume=resume,
     )
     return run.run()

@@ -88,6 +88,18 @@ def tool_use(name: str, arguments: Mapping[str, Any], id: str = "") -> dict[str,
     }
 
 
+def malformed_tool_use(name: str, raw_input: str, id: str = "") -> dict[str, Any]:
+    """A tool call whose input, as streamed, is `raw_input`: text that need
+    not be JSON (models sometimes write a broken one). Streamed replies only."""
+    return {
+        "type": "tool_use",
+        "id": id or f"toolu_stub_{next(_ids):04d}",
+        "name": name,
+        "input": {},
+        "raw_input": raw_input,
+    }
+
+
 def message(
     *content: dict[str, Any] | str,
     stop_reason: str | None = None,
@@ -409,8 +421,11 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
             [{"type": "text_delta", "text": block["text"]}],
         )
     elif kind == "tool_use":
-        start = {**block, "input": {}}
-        raw = json.dumps(block.get("input") or {})
+        start = {k: v for k, v in block.items() if k != "raw_input"}
+        start["input"] = {}
+        raw = block.get("raw_input")
+        if raw is None:
+            raw = json.dumps(block.get("input") or {})
         # In pieces, as the model writes it.
         deltas = [
             {"type": "input_json_delta", "partial_json": raw[i : i + 64]}

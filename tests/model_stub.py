@@ -14,6 +14,7 @@ from agents.scripted_model import (  # noqa: F401 (re-exported for the tests)
     dropped,
     error,
     estimate_tokens,
+    malformed_tool_use,
     message,
     segments,
     server_sent_events,

@@ -63,3 +63,11 @@ CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
 CODEX_AGENT_CONTEXT_CHARS = env_int(
     "CODEX_AGENT_CONTEXT_CHARS", 400_000, minimum=50_000
 )
+# The same tool call with the same result and no file changed in between:
+# a note to the agent at the first count, the run escalates at the second.
+CODEX_AGENT_REPEAT_NOTE_AT = env_int("CODEX_AGENT_REPEAT_NOTE_AT", 4, minimum=2)
+CODEX_AGENT_REPEAT_LIMIT = env_int("CODEX_AGENT_REPEAT_LIMIT", 8, minimum=3)
+# How long a run's saved conversation may be resumed after its worker died.
+CODEX_AGENT_CHECKPOINT_MAX_AGE_SECONDS = env_int(
+    "CODEX_AGENT_CHECKPOINT_MAX_AGE_SECONDS", 86_400, minimum=60
+)

@@ -14,6 +14,7 @@ from integrations.anthropic.client import (
     ModelNotConfigured,
     Response,
     classify_sdk_error,
+    is_context_overflow,
     model_client,
     model_for,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "Response",
     "Usage",
     "classify_sdk_error",
+    "is_context_overflow",
     "cost_of",
     "model_client",
     "model_for",

@@ -20,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import ssl
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -105,6 +106,9 @@ class Response:
     usage: Usage
     cost_usd: Decimal
     stop_details: dict[str, Any] | None = None
+    # tool_use id -> why its input could not be read (the model wrote a tool
+    # call whose input is not JSON); such a block's input is {} here.
+    invalid_tool_inputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -174,6 +178,19 @@ def classify_sdk_error(exc: BaseException) -> ClassifiedError:
     return classify_kind(
         SOURCE, ErrorKind.INVALID_RESPONSE, message=str(exc), original=exc
     )
+
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"prompt is too long|exceeds? (the )?context (limit|window)|context window",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(error: ClassifiedError) -> bool:
+    """Whether the API refused a request because the conversation is longer
+    than the model's context window (a 400 such as "prompt is too long:
+    210000 tokens > 200000 maximum"): shortening it is the fix, not a retry."""
+    return error.code == 400 and bool(_CONTEXT_OVERFLOW.search(error.message or ""))
 
 
 # -- the client -------------------------------------------------------------
@@ -378,21 +395,33 @@ class ModelClient:
             kwargs["thinking"] = dict(thinking)
         if effort:
             kwargs["output_config"] = {"effort": effort}
+        invalid: dict[str, str] = {}
         try:
             with self._sdk.messages.stream(**kwargs) as stream:
-                message = stream.get_final_message()
+                try:
+                    message = stream.get_final_message()
+                except ValueError as exc:
+                    # The SDK gives up mid-stream on a tool call whose input
+                    # is not JSON: keep the reply up to that call, which the
+                    # agent loop answers as an error instead of crashing.
+                    message = stream.current_message_snapshot
+                    invalid = _invalid_tool_input(message, exc)
         except anthropic.AnthropicError as exc:
             raise ClassifiedFailure(classify_sdk_error(exc)) from exc
         usage = Usage.from_api(message.usage)
         stop_details = getattr(message, "stop_details", None)
+        content = [
+            block.model_dump(mode="json", exclude_none=True)
+            for block in message.content
+        ]
+        for block in content:
+            if block.get("id") in invalid:
+                block["input"] = {}
         return Response(
             id=message.id,
             model=message.model,
-            content=[
-                block.model_dump(mode="json", exclude_none=True)
-                for block in message.content
-            ],
-            stop_reason=message.stop_reason,
+            content=content,
+            stop_reason="tool_use" if invalid else message.stop_reason,
             usage=usage,
             cost_usd=cost_of(usage, price_for(chosen, self.prices)),
             stop_details=(
@@ -400,7 +429,20 @@ class ModelClient:
                 if stop_details is not None
                 else None
             ),
+            invalid_tool_inputs=invalid,
         )
+
+
+def _invalid_tool_input(message: Any, error: ValueError) -> dict[str, str]:
+    """The tool call the stream broke on (the reply's last block): its id and
+    the parser's complaint, without the SDK's advice to the programmer."""
+    blocks = list(getattr(message, "content", None) or [])
+    if not blocks or getattr(blocks[-1], "type", "") != "tool_use":
+        raise error  # not the accumulator's tool-input failure: a real bug
+    detail = str(error)
+    if "Error: " in detail:
+        detail = detail.split("Error: ", 1)[1]
+    return {blocks[-1].id: f"its input is not valid JSON ({detail[:300]})"}
 
 
 def model_client(
