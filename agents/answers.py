@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from agents.prompts import untrusted
 from agents.roles import role_for
 from agents.roles.base import task_prompt
+from agents.team import ROLE_PHASES, team_name
 from codex.core.errors import ClassifiedFailure
-from codex.tasks.models import Artifact, Role
+from codex.tasks.models import Artifact
 from integrations.anthropic.client import model_for
 
 if TYPE_CHECKING:
@@ -36,15 +37,6 @@ DOCUMENT_NAMES = (
     "research.md",
     "release-notes.md",
 )
-# The phase each issue-pipeline role works in (agents.domain_tools.PHASE_ROLES).
-ROLE_PHASES = {
-    Role.TRIAGE: "intake",
-    Role.ANALYST: "planning",
-    Role.WRITER: "implementation",
-    Role.BUILD: "verification",
-    Role.REVIEWER: "review",
-    Role.COMMITTER: "release",
-}
 ANSWERING = """\
 
 You are not doing your phase's work now. Another agent of the team, the
@@ -77,8 +69,6 @@ def answer_question(
     Raises AnswerUnavailable (with the reason) when the call fails or the reply
     holds no text.
     """
-    from agents.domain_tools import team_name
-
     role = role_for(ROLE_PHASES[target])
     asker, target = team_name(asker), team_name(target)
     system = role.system_prompt + ANSWERING.format(asker=asker, target=target)

@@ -12,7 +12,7 @@ cycles and other tasks on the same base do not run them again.
 A failing test that also fails on the base, or a check failing on the base
 the same way without named failures (an environment problem no developer
 can fix), is pre-existing: reported, never a reason to send the change back
-(agents.roles.qa).
+(agents.check_runs).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 
-from agents.roles import qa
+from agents import check_runs
 from agents.sandbox import Sandbox
 from agents.setup import ensure_setup
 from codex.core.errors import ClassifiedFailure
@@ -49,22 +49,22 @@ def base_commit(worktree: Path, repository: Repository) -> str:
 
 
 def cache_key(repository: Repository, sha: str) -> str:
-    commands = repr(qa.configured_commands(repository)) + repr(
-        (repository.setup_command, qa.check_timeout(repository))
+    commands = repr(check_runs.configured_commands(repository)) + repr(
+        (repository.setup_command, check_runs.check_timeout(repository))
     )
     digest = hashlib.sha256(commands.encode()).hexdigest()[:16]
     return f"codex:baseline:{repository.pk}:{sha}:{digest}"
 
 
-def summarize(checks: list[qa.CheckRun]) -> dict[str, Any]:
+def summarize(checks: list[check_runs.CheckRun]) -> dict[str, Any]:
     """Each check's status and failing test names, by kind."""
     summary: dict[str, Any] = {}
     for check in checks:
         failing = []
         if not check.ok:
             failing = sorted(
-                {str(f.get("name")) for f in qa.test_results(check)["failures"]}
-                if check.kind == qa.TEST
+                {str(f.get("name")) for f in check_runs.test_results(check)["failures"]}
+                if check.kind == check_runs.TEST
                 else set()
             )
         summary[check.kind] = {"status": check.status, "failing": failing}
@@ -95,7 +95,7 @@ def for_task(worktree: Path, repository: Repository) -> dict[str, Any] | None:
 
 def _run_on(
     worktree: Path, repository: Repository, sha: str
-) -> list[qa.CheckRun] | None:
+) -> list[check_runs.CheckRun] | None:
     """Run the checks on a detached worktree of `sha`, removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="codex-baseline-"))
     base = folder / "base"
@@ -105,7 +105,7 @@ def _run_on(
         if ensure_setup(jail, repository.setup_command):
             return None
         sandbox = Sandbox(base, jail=jail, allowed_commands=repository.allowed_commands)
-        return qa.run_checks(sandbox, repository)
+        return check_runs.run_checks(sandbox, repository)
     except (ClassifiedFailure, JailUnavailable, OSError):
         logger.warning("the base commit %s could not be checked", sha, exc_info=True)
         return None
@@ -123,7 +123,7 @@ def note(baseline: dict[str, Any] | None) -> str:
         return ""
     lines = [f"The same commands on the base commit {baseline['sha'][:12]}:"]
     for kind, outcome in baseline["checks"].items():
-        label = qa.CHECK_LABELS.get(kind, kind)
+        label = check_runs.CHECK_LABELS.get(kind, kind)
         line = f"- {label}: {outcome['status']}"
         if outcome["failing"]:
             shown = ", ".join(outcome["failing"][:20])

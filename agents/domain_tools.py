@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError
 from django_fsm import TransitionNotAllowed
 
+from agents.answers import AnswerUnavailable, answer_question
 from agents.prompts import strip_hidden
+from agents.team import BY_TEAM_NAME, TEAM_NAMES, role_of, team_name
 from agents.tools import Tool, ToolError, _schema
 from codex.core.models import VersionConflict
 from codex.events.models import Event, EventKind
@@ -49,34 +51,6 @@ from codex.tasks.models import AgentQuestion, Learning, Role
 
 if TYPE_CHECKING:
     from agents.roles.base import RoleContext
-
-# The phases and the issue-pipeline agents that work in them.
-PHASE_ROLES = {
-    "intake": Role.TRIAGE,
-    "planning": Role.ANALYST,
-    "implementation": Role.WRITER,
-    "verification": Role.BUILD,
-    "review": Role.REVIEWER,
-    "release": Role.COMMITTER,
-}
-# The names the prompts use for the roles (and human), one set for every
-# tool: the records keep the issue pipeline's role values (PHASE_ROLES).
-TEAM_NAMES = {
-    Role.TRIAGE: "product_manager",
-    Role.ANALYST: "planner",
-    Role.WRITER: "developer",
-    Role.BUILD: "qa",
-    Role.REVIEWER: "reviewer",
-    Role.COMMITTER: "release",
-    Role.HUMAN: "human",
-}
-BY_TEAM_NAME = {name: role for role, name in TEAM_NAMES.items()}
-
-
-def team_name(role: str) -> str:
-    """The prompts' name of a spec role (writer → developer)."""
-    return TEAM_NAMES.get(role, role)
-
 
 # context.extra key: the questions this run asked a person (the phase runner
 # escalates when it is not empty).
@@ -99,14 +73,6 @@ STATUS_TOOLS = {
     Role.BUILD: ("send_feedback",),
     Role.REVIEWER: ("send_feedback",),
 }
-
-
-def role_of(phase: str) -> str:
-    """The issue-pipeline role working in `phase`."""
-    try:
-        return PHASE_ROLES[phase]
-    except KeyError:
-        raise ValueError(f"no agent role for phase {phase!r}") from None
 
 
 def _text(arguments: dict[str, Any], name: str, limit: int) -> str:
@@ -190,8 +156,6 @@ class DomainTools:
 
     def _answer(self, record: AgentQuestion) -> str:
         """Have the target role's agent answer `record` (see agents.answers)."""
-        from agents.answers import AnswerUnavailable, answer_question
-
         to = record.to_role
         if self.context.client is None:
             return (

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 from django_fsm import TransitionNotAllowed
 
-from agents.domain_tools import role_of
+from agents.team import role_of
 from codex.core.compiled_query import first_row
 from codex.core.models import VersionConflict
 from codex.core.plain_updates import update_row

@@ -217,6 +217,60 @@ def steering_between_turns(task: Task, role_name: str, given: set[int]) -> str:
     return steering_prompt(task, role_name, given)
 
 
+# -- answers to escalations ---------------------------------------------------
+
+ANSWERS_NOTICE = (
+    "Earlier in this phase the work stopped and a person was asked. Their "
+    "answers are below, each after what was asked; work from them and do not "
+    "ask the same again."
+)
+ANSWER_MAX_CHARS = 8_000
+
+
+def answers_prompt(task: Task, role_name: str) -> str:
+    """What people answered to the task's escalations raised in its current
+    phase (the questions of the role that asked, or the reason Codex stopped),
+    oldest first, each answer fenced as a person's words; "" when there are
+    none. The first run given an answer says so in the task's history, with
+    the step's save."""
+    answered = list(task.escalations.answered_in(task.phase))
+    if not answered:
+        return ""
+    new = [escalation.pk for escalation in answered if escalation.delivered_at is None]
+    if new:
+
+        def delivered() -> None:
+            task.escalations.filter(pk__in=new, delivered_at__isnull=True).update(
+                delivered_at=timezone.now()
+            )
+
+        task.on_save(delivered)
+        task.record(
+            EventKind.CONTROL,
+            by=f"agent:{role_name}",
+            reason=f"people's answer(s) to {len(new)} escalation(s) handed to "
+            f"the {role_name}",
+            data={"escalations": new, "phase": task.phase},
+        )
+    parts = [ANSWERS_NOTICE]
+    for escalation in answered:
+        asked = "\n".join(f"- {q}" for q in escalation.questions) or escalation.detail
+        lines = [f"Answer: {answer}" for answer in escalation.answers]
+        if escalation.resolution and escalation.resolution not in escalation.answers:
+            lines.append(f"Note: {escalation.resolution}")
+        text = "\n".join(lines)[:ANSWER_MAX_CHARS]
+        author = escalation.resolved_by_label or "a person"
+        parts.append(
+            "Asked ("
+            + escalation.get_reason_display().lower()
+            + "):\n"
+            + untrusted("what was asked", asked or "(no question recorded)")
+            + "\n"
+            + human_input(author, f"{escalation.resolved_at:%Y-%m-%d %H:%M UTC}", text)
+        )
+    return "\n\n".join(parts)
+
+
 # -- plan feedback --------------------------------------------------------------
 
 

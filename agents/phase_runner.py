@@ -1,32 +1,16 @@
 """The agent phase runner: a Claude agent does each phase's work in the task's
 git worktree (CODEX_PHASE_RUNNER = "agents.phase_runner.AgentPhaseRunner").
 
-For every step it picks the role of the task's phase (agents.roles), prepares
-the worktree (the repository's mirror under CODEX_MIRROR_ROOT, a worktree under
-CODEX_WORKTREE_ROOT/<task_id> on branch codex/<task_id>), runs the role's agent
-in a Sandbox of that worktree, and turns the submitted result into a
-PhaseResult. Around the agent, the runner does what must not be left to a
-model:
-
-- implementation: tells the developer which tasks.md items are already
-  committed on the branch and gives it commit_task (one commit per finished
-  item, the recovery point); commits what is left (commit_all), pushes the
-  branch, opens the pull request as a draft (perform_once, looked up with
-  find_pull_request) and applies the CI policy (_ci_policy: pending waits and
-  is checked again without the agent; none passes on the local forge, and on
-  GitHub as CODEX_CI_NONE_PASSES says);
-- verification: runs the repository's test, lint and type-check commands for
-  real in the sandbox before the agent starts (agents.roles.qa); the real
-  runs' counts, failures and outcomes go into the report and overrule the
-  agent; an approved verification marks the pull request ready for review;
-- review: gives the reviewer the diff against the base branch, and posts its
-  comments on the pull request as one review per cycle
-  (CODEX_REVIEW_POST_COMMENTS);
-- release: merges the pull request at the verified head sha (perform_once) and
-  closes the task's issue.
-
-The forge-facing work of these phases (pushes, pull requests, CI, merges,
-issues, review comments) is in agents.forge_steps.
+The runner owns the frame of every step, the same for each phase: the spend
+cap and the task's budget, the model client, the role's agent instance, the
+worktree (the repository's mirror under CODEX_MIRROR_ROOT, a worktree under
+CODEX_WORKTREE_ROOT/<task_id> on branch codex/<task_id>), the jail and the
+repository's setup, the prompt (the request, the documents of earlier phases,
+people's messages, the repository's rules and learnings), the agent's run
+with its tools, and the record of every tool call. What a phase does beyond
+that is its role's (agents.roles.base.Role's hooks): QA runs the checks for
+real before its agent, the developer's work is committed, pushed and opened
+as a pull request, the release merges at the gate, and so on.
 
 With no ANTHROPIC_API_KEY every phase blocks with NO_KEY_REASON. A task whose
 runs have used up its budget (CODEX_TASK_MAX_COST_USD, CODEX_TASK_MAX_TOKENS)
@@ -41,26 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from agents import (
-    baseline,
-    forge_steps,
-    gate_steps,
-    people,
-    review_inputs,
-    worktree_hygiene,
-)
-from agents import feedback as feedback_loop
+from agents import checkpoints, people, worktree_hygiene
 from agents.budgets import Budget, TaskBudget
+from agents.check_runs import commands_note
 from agents.claude import claude_client
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
 from agents.instances import begin_phase_instance, end_phase_instance
 from agents.prompts import system_blocks
-from agents.roles import Role, RoleContext, developer, qa, role_for
-from agents.roles.base import task_prompt
+from agents.roles import Role, RoleContext, role_for
+from agents.roles.base import Step, task_prompt
+from agents.run_outcome import RunOutcome
 from agents.runtime import BUDGET_ESCALATION_CODE, run_agent
 from agents.sandbox import Sandbox
 from agents.setup import ensure_setup
-from agents.tools import Tool, ToolRecord
+from agents.tools import ToolRecord
+from codex.fleet.models import RunCheckpoint
 from codex.repositories.forge import Forge, get_forge
 from codex.tasks.models import Artifact, Learning
 from codex.tasks.runners import PhaseResult
@@ -70,30 +49,15 @@ from integrations.anthropic.client import (
     effort_for,
     thinking_for,
 )
-from integrations.git import (
-    add_worktree,
-    branch_name,
-    committed_steps,
-    ensure_mirror,
-    fast_forward,
-)
+from integrations.git import add_worktree, branch_name, ensure_mirror, fast_forward
 from integrations.jail import Jail, JailUnavailable
 
 if TYPE_CHECKING:
-    from codex.repositories.models import Repository
     from codex.tasks.models import Task
 
 logger = logging.getLogger(__name__)
 
 NO_KEY_REASON = "no agent backend configured: set ANTHROPIC_API_KEY"
-DOCUMENTS = {
-    "intake": (),
-    "planning": ("spec.md",),
-    "implementation": ("spec.md", "plan.md", "tasks.md", "analysis.json"),
-    "verification": ("spec.md", "plan.md", "tasks.md"),
-    "review": ("spec.md", "plan.md", feedback_loop.RESPONSES_DOCUMENT),
-    "release": ("spec.md",),
-}
 
 
 def worktree_path(task: Task) -> Path:
@@ -161,21 +125,98 @@ class AgentPhaseRunner:
         """The step's work; `task_budget` is what `run` read (else read here)."""
         if task_budget is None:
             task_budget = TaskBudget.of(task)
-        repository = task.repository
-        forge = get_forge(repository)
+        forge = get_forge(task.repository)
         branch = branch_name(task.task_id)
-        worktree = prepare_worktree(task, forge, branch)
-        if role.phase == "implementation":
-            awaited = forge_steps.recheck_ci(task, forge, worktree, branch)
-            if awaited is not None:
-                return awaited
-        if role.phase == "release":
-            # The merge gate before the release manager's run (docs/gates.md).
-            waiting = gate_steps.merge_gate(task, forge, branch)
-            if waiting is not None:
-                return waiting
+        step = Step(
+            task=task,
+            forge=forge,
+            branch=branch,
+            worktree=prepare_worktree(task, forge, branch),
+            context=RoleContext(task=task, branch=branch, client=client),
+        )
+        settled = role.before_agent(step)
+        if settled is not None:
+            return settled
+        checkpoint = checkpoints.load(task, role.name)
+        wait = checkpoints.waiting(checkpoint)
+        if wait is not None:
+            return PhaseResult.blocked(
+                f"the model asked to wait; the run resumes in {wait.seconds + 1}s",
+                retry_after=wait,
+            )
+        not_ready = self._jail(step)
+        if not_ready is not None:
+            return not_ready
+        step.documents = Artifact.latest_of(task.pk, role.documents)
+        prepared = role.prepare(step)
+        if isinstance(prepared, PhaseResult):
+            return prepared
+        outcome = self._agent(step, role, client, task_budget, prepared, checkpoint)
+        step.context.charge(outcome.metrics)  # answers to questions between roles
+        if not role.writes:
+            self._reset_after_read_only_run(task, role, step.worktree)
+        ended = self._ended_without_result(step, outcome)
+        if ended is not None:
+            return ended
+        result = role.finish(step, outcome.result)
+        result.metrics = {**outcome.metrics.as_dict(), **result.metrics}
+        return result
+
+    def _agent(
+        self,
+        step: Step,
+        role: Role,
+        client: Any,
+        task_budget: TaskBudget,
+        prepared: str,
+        checkpoint: RunCheckpoint | None,
+    ) -> RunOutcome:
+        """The role's agent at work, from its checkpoint when it has one;
+        `prepared` is what the role's `prepare` said."""
+        task, sandbox = step.task, step.sandbox
+        resume = None
+        if checkpoint is not None:
+            sandbox.files_changed.update(checkpoint.files_written)
+            resume = checkpoints.resume(checkpoint, step.worktree)
+            task.record(
+                "tool",
+                by=f"agent:{role.name}",
+                reason=f"run resumed after {checkpoint.turns} turn(s)",
+                data={"tool": "resume", "success": True, "turns": checkpoint.turns},
+            )
+        given: set[int] = set()  # people's messages delivered to this run
+        outcome = run_agent(
+            client,
+            system=self._system(step, role),
+            prompt=self._prompt(step, role, prepared, given),
+            result_schema=role.result_schema(step),
+            tools=[
+                *sandbox.tools(read_only=not role.writes),
+                *domain_tools(step.context),
+                *role.tools(step),
+            ],
+            budget=task_budget.apply(Budget.from_settings(role.name)),
+            on_tool=lambda record: self._record_tool(task, role, record),
+            thinking=thinking_for(role.name),
+            effort=effort_for(role.name),
+            # A person's message sent meanwhile reaches the very next turn.
+            interjection=lambda: people.steering_between_turns(task, role.name, given),
+            review_submission=lambda result: role.check_submission(step, result),
+            checkpoint=checkpoints.saver(
+                task, role.name, step.worktree, sandbox.files_changed
+            ),
+            resume=resume,
+        )
+        checkpoints.settle(task, role.name, outcome)
+        return outcome
+
+    @staticmethod
+    def _jail(step: Step) -> PhaseResult | None:
+        """The step's sandbox: the worktree in the jail, the repository's
+        setup run; an escalation when commands cannot run there."""
+        repository = step.repository
         try:
-            jail = Jail.for_worktree(worktree, image=repository.sandbox_image)
+            jail = Jail.for_worktree(step.worktree, image=repository.sandbox_image)
         except JailUnavailable as exc:
             # No silent fallback to running unjailed: a person must fix this.
             return PhaseResult.escalate(
@@ -184,126 +225,61 @@ class AgentPhaseRunner:
         not_ready = ensure_setup(jail, repository.setup_command, repository.setup_hosts)
         if not_ready:
             return PhaseResult.escalate(not_ready)
-        sandbox = Sandbox(
-            worktree, jail=jail, allowed_commands=repository.allowed_commands
+        step.sandbox = Sandbox(
+            step.worktree, jail=jail, allowed_commands=repository.allowed_commands
         )
-        context = RoleContext(task=task, branch=branch, client=client)
         # The files the developer's tools wrote: only new files among them
         # are committed (agents.worktree_hygiene).
-        context.extra["intended_files"] = sandbox.files_changed
-        writes = role.phase == "implementation"
-        extra = ""
-        if role.phase == "verification":
-            extra = self._run_checks(sandbox, context, repository)
-            unrunnable = qa.unrunnable(context.checks)
-            if unrunnable:
-                # A configuration problem no developer can fix: ask a person.
-                return PhaseResult.escalate(unrunnable)
-            # What already fails on the base is not the change's.
-            context.extra["baseline"] = baseline.for_task(worktree, repository)
-            extra = "\n\n".join(
-                part
-                for part in (
-                    extra,
-                    baseline.note(context.extra["baseline"]),
-                    self._diff(worktree, repository),
-                )
-                if part
-            )
-        elif role.phase == "review":
-            extra = self._diff(worktree, repository)
-            results = review_inputs.qa_results(task)
-            if results:
-                extra = f"{extra}\n\n{results}"
-        elif role.phase == "planning":
-            extra = people.plan_feedback(task)
-        documents = Artifact.latest_of(task.pk, DOCUMENTS[role.phase])
-        schema = role.schema
-        if role.phase == "implementation":
-            feedback = feedback_loop.latest(task)
-            if feedback is not None:
-                context.extra["feedback"] = feedback
-            extra = self._committed_tasks(task, worktree, context, documents)
-            if feedback is not None:
-                # The findings come first; the developer answers each by id.
-                extra = f"{feedback_loop.feedback_prompt(feedback)}\n\n{extra}"
-                schema = feedback_loop.responses_schema(schema, feedback.ids)
-        # Every role knows how the repository checks a change.
-        extra = f"{extra}\n\n{qa.commands_note(repository)}".strip()
-        instructions = role.instructions
-        if "feedback" in context.extra:
-            instructions = developer.FEEDBACK_INSTRUCTIONS
-        prompt = task_prompt(
-            task,
-            documents=documents,
-            instructions=f"{extra}\n\n{instructions}".strip(),
-        )
-        # People's messages come first, fenced as human input (docs/gates.md).
-        given: set[int] = set()
-        steering = people.steering_prompt(task, role.name, given)
-        if steering:
-            prompt = f"{steering}\n\n{prompt}"
+        step.context.extra["intended_files"] = step.sandbox.files_changed
+        return None
+
+    @staticmethod
+    def _system(step: Step, role: Role) -> list[dict[str, Any]]:
+        """The role's system prompt, the repository's learnings and rules."""
         learnings = [
             f"({learning.type}) {learning.content}"
-            for learning in Learning.objects.for_prompt(repository)
+            for learning in Learning.objects.for_prompt(step.repository)
         ]
-        outcome = run_agent(
-            client,
-            system=[
-                *system_blocks(role.system_prompt, learnings=learnings),
-                *people.rules_block(task, worktree, role.name),
-            ],
-            prompt=prompt,
-            result_schema=schema,
-            tools=[
-                *sandbox.tools(read_only=not writes),
-                *domain_tools(context),
-                *self._role_tools(task, role, worktree, context),
-            ],
-            budget=task_budget.apply(Budget.from_settings(role.name)),
-            on_tool=lambda record: self._record_tool(task, role, record),
-            thinking=thinking_for(role.name),
-            effort=effort_for(role.name),
-            # A person's message sent meanwhile reaches the very next turn.
-            interjection=lambda: people.steering_between_turns(task, role.name, given),
+        return [
+            *system_blocks(role.system_prompt, learnings=learnings),
+            *people.rules_block(step.task, step.worktree, role.name),
+        ]
+
+    @staticmethod
+    def _prompt(step: Step, role: Role, prepared: str, given: set[int]) -> str:
+        """The first message: people's messages and their answers to this
+        phase's escalations first, fenced as human input (docs/gates.md),
+        then the request, the documents and what to do."""
+        # Every role knows how the repository checks a change.
+        extra = f"{prepared}\n\n{commands_note(step.repository)}".strip()
+        prompt = task_prompt(
+            step.task,
+            documents=step.documents,
+            instructions=f"{extra}\n\n{role.run_instructions(step)}".strip(),
         )
-        context.charge(outcome.metrics)  # answers to questions between roles
-        if not writes:
-            self._reset_after_read_only_run(task, role, worktree)
-        if context.extra.get(HUMAN_QUESTIONS):
-            # ask_question(to="human"): a person must answer before work goes on.
+        people_said = [
+            people.steering_prompt(step.task, role.name, given),
+            people.answers_prompt(step.task, role.name),
+        ]
+        return "\n\n".join([*(part for part in people_said if part), prompt])
+
+    @staticmethod
+    def _ended_without_result(step: Step, outcome: RunOutcome) -> PhaseResult | None:
+        """The step's end when the run gives the role nothing to finish: a
+        question to a person (ask_question(to="human"): a person answers
+        before work goes on), or the run's own stop reason."""
+        questions = step.context.extra.get(HUMAN_QUESTIONS)
+        if questions:
             escalation = PhaseResult.escalate(
                 "the agent asked a person",
-                questions=list(context.extra[HUMAN_QUESTIONS]),
+                questions=list(questions),
                 code="needs_clarification",
             )
             escalation.metrics = outcome.metrics.as_dict()
             return escalation
         if not outcome.ok or outcome.result is None:
             return outcome.phase_result()
-        submitted = outcome.result
-        if role.phase == "implementation":
-            result = forge_steps.implementation(
-                task, role, forge, worktree, branch, submitted, context
-            )
-        elif role.phase == "release":
-            result = forge_steps.release(
-                task, forge, worktree, branch, submitted, context
-            )
-        else:
-            result = role.to_phase_result(submitted, context)
-            if (
-                role.phase == "verification"
-                and result.verification
-                and result.verification.get("recommendation") == "approve"
-            ):
-                forge_steps.mark_ready(task, forge, branch)
-            if role.phase == "review" and result.review:
-                forge_steps.post_review(task, forge, branch, result.review)
-            if role.phase == "intake":
-                forge_steps.after_triage(task, forge, context)
-        result.metrics = {**outcome.metrics.as_dict(), **result.metrics}
-        return result
+        return None
 
     @staticmethod
     def _record_tool(task: Task, role: Role, record: ToolRecord) -> None:
@@ -319,78 +295,6 @@ class AgentPhaseRunner:
                 "files_changed": list(record.files_changed),
             },
         )
-
-    # -- verification and review inputs -------------------------------------
-
-    @staticmethod
-    def _run_checks(
-        sandbox: Sandbox, context: RoleContext, repository: Repository
-    ) -> str:
-        """Run the repository's test, lint and type-check commands for real
-        (agents.roles.qa); the results go to the role and into the prompt."""
-        context.checks = qa.run_checks(sandbox, repository)
-        return qa.checks_prompt(context.checks)
-
-    @staticmethod
-    def _diff(worktree: Path, repository: Repository) -> str:
-        """The change for QA and the reviewer (agents.review_inputs)."""
-        return review_inputs.diff_prompt(
-            worktree, f"origin/{repository.default_branch}"
-        )
-
-    # -- implementation -----------------------------------------------------
-
-    @staticmethod
-    def _committed_tasks(
-        task: Task, worktree: Path, context: RoleContext, documents: dict[str, str]
-    ) -> str:
-        """The tasks.md items already committed on the branch (their
-        `Codex-Step` trailers), for the developer's prompt and tool."""
-        tasks_md = documents.get("tasks.md", "")
-        items = developer.task_items(tasks_md)
-        committed = committed_steps(
-            worktree, f"origin/{task.repository.default_branch}", task.task_id
-        )
-        context.extra["task_items"] = items
-        context.extra["committed_steps"] = committed
-        return developer.progress_note(
-            items, committed, feedback="feedback" in context.extra
-        )
-
-    @staticmethod
-    def _role_tools(
-        task: Task, role: Role, worktree: Path, context: RoleContext
-    ) -> list[Tool]:
-        """Tools of one role: the developer's commit_task (a commit per
-        finished task, recorded as a commit tool event) and review_changes;
-        QA's and the reviewer's read_diff."""
-        if role.phase in ("verification", "review"):
-            return [review_inputs.diff_tool(worktree, review_inputs.base_ref(task))]
-        if role.phase != "implementation":
-            return []
-
-        def recorded(sha: str, item: developer.TaskItem) -> None:
-            task.record(
-                "tool",
-                by=f"agent:{role.name}",
-                reason=f"commit {sha[:12]} ({item.id})",
-                data={"tool": "commit", "success": True, "sha": sha, "step": item.id},
-            )
-
-        intended = context.extra["intended_files"]
-        return [
-            developer.commit_tool(
-                worktree,
-                task.task_id,
-                context.extra.get("task_items") or [],
-                context.extra.setdefault("committed_steps", {}),
-                recorded,
-                intended,
-            ),
-            developer.changes_tool(
-                worktree, f"origin/{task.repository.default_branch}", intended
-            ),
-        ]
 
     @staticmethod
     def _reset_after_read_only_run(task: Task, role: Role, worktree: Path) -> None:

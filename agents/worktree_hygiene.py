@@ -19,11 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from integrations.git import run_git
+from integrations.git import require_worktree, run_git
 
 
 def untracked_files(worktree: Path) -> list[str]:
-    """New files git would add (not ignored), relative to the worktree."""
+    """New files git would add (not ignored), relative to the worktree. A
+    worktree deleted under the agent is a retryable failure, never a look
+    at whatever repository encloses its folder."""
+    require_worktree(worktree)
     out = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], worktree)
     return [entry[3:] for entry in out.split("\0") if entry.startswith("?? ")]
 
@@ -56,6 +59,7 @@ def scratch_note(dropped: list[str]) -> str:
 def reset(worktree: Path) -> list[str]:
     """Put the worktree back at its commit; what had changed (git status
     lines), empty when nothing had."""
+    require_worktree(worktree)
     status = run_git(["status", "--porcelain", "--untracked-files=all"], worktree)
     changed = [line for line in status.splitlines() if line.strip()]
     if changed:

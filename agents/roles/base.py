@@ -1,17 +1,24 @@
-"""What every role shares: the Role record, the context a role's result is
-read in, and the task description every first prompt starts with."""
+"""What every role shares: the Role (its prompt and schema, and the hooks
+through which it does its phase's own work around the agent), the Step the
+phase runner prepares for it, the context a role's result is read in, and the
+task description every first prompt starts with."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.prompts import untrusted
 from integrations.anthropic.client import Usage
 
 if TYPE_CHECKING:
+    from agents.sandbox import Sandbox
+    from agents.tools import Tool
+    from codex.repositories.forge import Forge
+    from codex.repositories.models import Repository
     from codex.tasks.models import Task
     from codex.tasks.runners import PhaseResult
 
@@ -71,11 +78,46 @@ class RoleContext:
         metrics.cost_usd += self.side_cost_usd
 
 
+@dataclass
+class Step:
+    """One agent step of a task as the phase runner (agents.phase_runner)
+    prepared it: the task's forge, branch and worktree, and once the jail is
+    up its sandbox and the documents of earlier phases. A role's hooks read
+    it and leave what its result needs in `context`."""
+
+    task: Task
+    forge: Forge
+    branch: str
+    worktree: Path
+    context: RoleContext
+    sandbox: Sandbox | None = None
+    documents: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def repository(self) -> Repository:
+        return self.task.repository
+
+    @property
+    def base_ref(self) -> str:
+        """The base branch as fetched: what the change is measured against."""
+        return f"origin/{self.task.repository.default_branch}"
+
+
 @dataclass(frozen=True)
 class Role:
     """One role: its name (also the model override key, CODEX_MODEL_<NAME>),
-    the phase it works in, its instructions, its result schema, and the
-    function turning a submitted result into a PhaseResult."""
+    the phase it works in, its instructions, its result schema, the
+    function turning a submitted result into a PhaseResult, the documents of
+    earlier phases it reads, and whether it changes files.
+
+    The phase runner owns the frame of a step (budget, instance, client,
+    worktree, jail, prompt, the agent's run, its record); a role's phase
+    does its own work through the hooks below, in this order, each a no-op
+    by default: `before_agent` (settle the step without the agent),
+    `prepare` (what the agent is told beyond the documents), `tools`,
+    `result_schema` and `run_instructions` (what it works with),
+    `check_submission` (a result sent back once more), `finish` (what the
+    submitted result becomes, forge work included)."""
 
     name: str
     phase: str
@@ -83,6 +125,40 @@ class Role:
     schema: dict[str, Any]
     to_phase_result: Callable[[dict[str, Any], RoleContext], PhaseResult]
     instructions: str = ""
+    documents: tuple[str, ...] = ()
+    writes: bool = False
+
+    def before_agent(self, step: Step) -> PhaseResult | None:
+        """A result that settles this step without running the agent (a
+        wait at a gate, a CI state read again), or None to run it."""
+        return None
+
+    def prepare(self, step: Step) -> str | PhaseResult:
+        """What the agent is told of this phase beyond the documents (the
+        checks' results, the diff, the work already committed), or a result
+        that ends the step before the agent starts."""
+        return ""
+
+    def tools(self, step: Step) -> list[Tool]:
+        """This role's own tools, beside the sandbox's and the team's."""
+        return []
+
+    def result_schema(self, step: Step) -> dict[str, Any]:
+        """The schema submit_result checks in this step."""
+        return self.schema
+
+    def run_instructions(self, step: Step) -> str:
+        """What to do now, the prompt's last paragraph."""
+        return self.instructions
+
+    def check_submission(self, step: Step, submitted: dict[str, Any]) -> str:
+        """Why a valid result is sent back to the agent before it is accepted
+        (something it must decide first), or "" to accept it."""
+        return ""
+
+    def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
+        """The step's result from the agent's submitted one."""
+        return self.to_phase_result(submitted, step.context)
 
 
 def string_list() -> dict[str, Any]:

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
+from agents import people
+from agents.roles.base import COMMON_RULES, Role, RoleContext, Step, string_list
 from codex.tasks import speckit
 from codex.tasks.models.analysis import Analysis
 from codex.tasks.runners import PhaseResult
@@ -169,11 +170,19 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     )
 
 
-ROLE = Role(
+class Planner(Role):
+    """The planning phase: what people said of an earlier plan comes first."""
+
+    def prepare(self, step: Step) -> str:
+        return people.plan_feedback(step.task)
+
+
+ROLE = Planner(
     name="planner",
     phase="planning",
     system_prompt=SYSTEM_PROMPT,
     schema=SCHEMA,
     to_phase_result=to_phase_result,
     instructions=INSTRUCTIONS,
+    documents=("spec.md",),
 )

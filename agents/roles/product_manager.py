@@ -2,21 +2,29 @@
 for clarification, or decline to proceed.
 
 The triage is recorded as the task's Triage (type, scope, complexity,
-should_proceed and the reason when not); its labels are put on the issue by
-the runner (agents.forge_steps.after_triage). A request the product manager
-declines stops the task: the runner says why on the issue."""
+should_proceed and the reason when not); its labels are put on the task's
+issue (`after_triage`). A request the product manager declines stops the
+task, and the issue says why."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from agents.roles.base import COMMON_RULES, Role, RoleContext, string_list
+from agents.roles.base import COMMON_RULES, Role, RoleContext, Step, string_list
+from agents.roles.reviewer import inert
+from codex.core.errors import ClassifiedFailure
+from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.tasks.models.analysis import Complexity, Scope, Triage, TriageType
 from codex.tasks.runners import PhaseResult
 from codex.tasks.speckit import complete_spec
+from integrations.github.forge import IssueGone
+
+if TYPE_CHECKING:
+    from codex.repositories.forge import Forge
+    from codex.tasks.models import Task
 
 DECLINED = "the product manager advises not to proceed"
 # An issue label: short, no markup.
@@ -123,7 +131,63 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     return PhaseResult(artifacts={"spec.md": spec + "\n"})
 
 
-ROLE = Role(
+def after_triage(task: Task, forge: Forge, context: RoleContext) -> None:
+    """The triage on the issue: its labels added, and when the product manager
+    declined the request, a comment saying why (each at most once). A forge
+    failure here is recorded and does not undo the triage."""
+    if not task.issue_number:
+        return
+    labels = context.extra.get("labels") or []
+    declined = context.extra.get("declined") or ""
+    repository, issue = task.repository, task.issue_number
+    try:
+        if labels:
+            perform_once(
+                f"issue:labels:{repository.pk}:{issue}:{task.task_id}",
+                lambda: (forge.add_labels(issue, list(labels)), {"labels": labels})[1],
+                lookup=lambda: None,  # adding labels again changes nothing
+                task=task,
+                kind="issue",
+            )
+            task.record(
+                "tool",
+                by="agent:product_manager",
+                reason=f"labels added to issue #{issue}: {', '.join(labels)}",
+                data={"tool": "add_labels", "success": True, "labels": labels},
+            )
+        if declined:
+            marker = f"<!-- codex:declined:{task.task_id} -->"
+            body = f"Codex will not work on this request: {inert(declined)}\n\n{marker}"
+            perform_once(
+                f"issue:declined:{repository.pk}:{issue}:{task.task_id}",
+                lambda: dict(forge.comment(issue, body)),
+                lookup=lambda: (
+                    None
+                    if (found := forge.find_comment(issue, marker)) is None
+                    else dict(found)
+                ),
+                task=task,
+                kind="issue",
+            )
+    except (ClassifiedFailure, SideEffectUncertain, IssueGone) as exc:
+        task.record(
+            "tool",
+            by="agent:product_manager",
+            reason=f"the triage could not be put on the issue: {exc}"[:2000],
+            data={"tool": "add_labels", "success": False},
+        )
+
+
+class ProductManager(Role):
+    """The intake phase: the triage, also put on the task's issue."""
+
+    def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
+        result = self.to_phase_result(submitted, step.context)
+        after_triage(step.task, step.forge, step.context)
+        return result
+
+
+ROLE = ProductManager(
     name="product_manager",
     phase="intake",
     system_prompt=SYSTEM_PROMPT,

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from agents import baseline, forge_steps, review_inputs
 from agents.check_reports import (  # noqa: F401 (the checks' parsers, re-exported)
     ERROR_CHARS,
     JUNIT_MAX_BYTES,
@@ -50,8 +51,11 @@ from agents.check_runs import (  # noqa: F401 (the checks themselves, re-exporte
     unrunnable,
 )
 from agents.prompts import untrusted
-from agents.roles.base import COMMON_RULES, Role, RoleContext
+from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
 from codex.tasks.runners import PhaseResult
+
+if TYPE_CHECKING:
+    from agents.tools import Tool
 
 SYSTEM_PROMPT = f"""\
 You are the QA engineer of an autonomous software team. The repository's test
@@ -383,11 +387,46 @@ def record_build(
     )
 
 
-ROLE = Role(
+class QA(Role):
+    """The verification phase: the repository's checks run for real first,
+    against the change and the base commit."""
+
+    def prepare(self, step: Step) -> str | PhaseResult:
+        """The checks' results, what already fails on the base, and the
+        diff; an escalation when the checks cannot run at all (a
+        configuration problem no developer can fix)."""
+        context, repository = step.context, step.repository
+        context.checks = run_checks(step.sandbox, repository)
+        unrunnable_reason = unrunnable(context.checks)
+        if unrunnable_reason:
+            return PhaseResult.escalate(unrunnable_reason)
+        context.extra["baseline"] = baseline.for_task(step.worktree, repository)
+        parts = (
+            checks_prompt(context.checks),
+            baseline.note(context.extra["baseline"]),
+            review_inputs.diff_prompt(step.worktree, step.base_ref),
+        )
+        return "\n\n".join(part for part in parts if part)
+
+    def tools(self, step: Step) -> list[Tool]:
+        return [review_inputs.diff_tool(step.worktree, step.base_ref)]
+
+    def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
+        """The report; an approved change's draft pull request becomes ready
+        for review."""
+        result = self.to_phase_result(submitted, step.context)
+        verification = result.verification or {}
+        if verification.get("recommendation") == "approve":
+            forge_steps.mark_ready(step.task, step.forge, step.branch)
+        return result
+
+
+ROLE = QA(
     name="qa",
     phase="verification",
     system_prompt=SYSTEM_PROMPT,
     schema=SCHEMA,
     to_phase_result=to_phase_result,
     instructions=INSTRUCTIONS,
+    documents=("spec.md", "plan.md", "tasks.md"),
 )

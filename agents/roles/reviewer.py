@@ -2,7 +2,7 @@
 (docs/domain/tasks.md#review-report) with blocking and suggestion comments
 and security findings.
 
-The phase runner may also post the comments on the pull request
+The comments are also posted on the pull request
 (CODEX_REVIEW_POST_COMMENTS, default on): `review_body` renders them as one
 Markdown review whose text, written by the model from untrusted code, is
 made inert first (`inert`): no HTML, no @mentions, no #references, no
@@ -14,11 +14,22 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+
+from agents import review_inputs
+from agents.feedback import RESPONSES_DOCUMENT
 from agents.prompts import strip_hidden
-from agents.roles.base import COMMON_RULES, Role, RoleContext
+from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
+from codex.core.errors import ClassifiedFailure
+from codex.core.side_effects import SideEffectUncertain, perform_once
 from codex.tasks.runners import PhaseResult
+
+if TYPE_CHECKING:
+    from agents.tools import Tool
+    from codex.repositories.forge import Forge
+    from codex.tasks.models import Task
 
 # GitHub refuses bodies over 65536 characters; leave room for the marker.
 BODY_MAX_CHARS = 60_000
@@ -177,11 +188,80 @@ def review_body(task_id: str, cycle: int, review: dict[str, Any]) -> str:
     return body
 
 
-ROLE = Role(
+def post_review(task: Task, forge: Forge, branch: str, review: dict[str, Any]) -> None:
+    """Post the reviewer's comments on the open pull request as one review,
+    once per review cycle (perform_once, found again by its marker), when
+    CODEX_REVIEW_POST_COMMENTS is on and there are comments. Posting is a
+    courtesy to the people watching the pull request: a failure is
+    recorded on the task and does not undo the review, whose report is
+    the record the pipeline acts on."""
+    if not getattr(settings, "CODEX_REVIEW_POST_COMMENTS", True):
+        return
+    if not review.get("comments"):
+        return
+    cycle = task.review_cycles + 1
+    body = review_body(task.task_id, cycle, review)
+    marker = review_marker(task.task_id, cycle)
+    try:
+        pull = forge.find_pull_request(branch)
+        if pull is None or pull["state"] != "open":
+            return
+        number = pull["number"]
+        posted = perform_once(
+            f"pr:review:{task.repository.pk}:{number}:{task.task_id}:{cycle}",
+            lambda: dict(forge.post_review(number, body)),
+            lookup=lambda: (
+                dict(found) if (found := forge.find_review(number, marker)) else None
+            ),
+            task=task,
+            kind="comment",
+        )
+    except (ClassifiedFailure, SideEffectUncertain) as exc:
+        task.record(
+            "tool",
+            by="agent:reviewer",
+            reason=f"review comments not posted: {exc}"[:2000],
+            data={"tool": "post_review", "success": False, "cycle": cycle},
+        )
+        return
+    task.record(
+        "tool",
+        by="agent:reviewer",
+        reason=f"review comments posted: {posted.get('url', '')}",
+        data={
+            "tool": "post_review",
+            "success": True,
+            "cycle": cycle,
+            "comment": posted.get("id"),
+        },
+    )
+
+
+class Reviewer(Role):
+    """The review phase: the diff against the base branch and what QA
+    found; the comments posted on the pull request."""
+
+    def prepare(self, step: Step) -> str:
+        diff = review_inputs.diff_prompt(step.worktree, step.base_ref)
+        results = review_inputs.qa_results(step.task)
+        return f"{diff}\n\n{results}" if results else diff
+
+    def tools(self, step: Step) -> list[Tool]:
+        return [review_inputs.diff_tool(step.worktree, step.base_ref)]
+
+    def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
+        result = self.to_phase_result(submitted, step.context)
+        if result.review:
+            post_review(step.task, step.forge, step.branch, result.review)
+        return result
+
+
+ROLE = Reviewer(
     name="reviewer",
     phase="review",
     system_prompt=SYSTEM_PROMPT,
     schema=SCHEMA,
     to_phase_result=to_phase_result,
     instructions=INSTRUCTIONS,
+    documents=("spec.md", "plan.md", RESPONSES_DOCUMENT),
 )

@@ -1,6 +1,6 @@
 """Clean diffs on the local forge: a scratch file the developer made through
-the shell never ships, and a role that only checks (QA) leaves the worktree
-as it found it, whatever its shell did."""
+the shell never ships unless it keeps it when asked, and a role that only
+checks (QA) leaves the worktree as it found it, whatever its shell did."""
 
 from __future__ import annotations
 
@@ -48,9 +48,16 @@ def test_scratch_files_are_removed_and_qa_changes_are_reset(
         ),
         message(tool_use("review_changes", {})),
         submit(SUBMITTED),
+        # Asked about the files its shell made, it keeps none.
+        submit({**SUBMITTED, "keep_files": []}),
     )
     task = make_task(repository, title="Add multiplication")
     assert steps(task, 3)[-1] == "in_progress/verification"
+
+    asked = stub.bodies[6]["messages"][-1]["content"][0]
+    assert asked["is_error"] is True
+    assert "made through the shell" in asked["content"]
+    assert "repro.py" in asked["content"] and "tmp/log.txt" in asked["content"]
 
     review = stub.bodies[5]["messages"][-1]["content"][0]["content"]
     assert "+def mul(a, b):" in review

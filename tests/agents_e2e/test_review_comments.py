@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents import forge_steps
-from agents.roles.reviewer import inert, review_body, review_marker
+from agents.roles.reviewer import inert, post_review, review_body, review_marker
 from codex.core.errors import Action, ClassifiedFailure
 from codex.core.models import SideEffect
 from codex.repositories.forge import get_forge
@@ -77,7 +76,7 @@ def test_blocking_and_suggestion_comments_are_posted_once_per_cycle(
     task.refresh_from_db()
     task.review_cycles = 0
     review = {"assessment": "request_changes", "comments": [{"severity": "blocking"}]}
-    forge_steps.post_review(task, get_forge(repository), task.branch, review)
+    post_review(task, get_forge(repository), task.branch, review)
     assert LocalComment.objects.filter(issue__number=pull.number).count() == 1
 
 
@@ -96,7 +95,7 @@ def test_an_unfinished_post_is_looked_up_not_repeated(agent_settings, repository
         attempts=1,
     )
 
-    forge_steps.post_review(task, forge, pull.head, review)
+    post_review(task, forge, pull.head, review)
 
     comments = LocalComment.objects.filter(issue__number=pull.number)
     assert comments.count() == 1 and marker in comments.get().body
@@ -115,7 +114,7 @@ def test_posting_can_be_turned_off(agent_settings, repository):
     pull = _open_pull_request(repository, task)
     review = {"assessment": "request_changes", "comments": [{"severity": "blocking"}]}
 
-    forge_steps.post_review(task, get_forge(repository), pull.head, review)
+    post_review(task, get_forge(repository), pull.head, review)
 
     assert not LocalComment.objects.exists()
 

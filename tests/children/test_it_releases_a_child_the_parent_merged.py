@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.forge_steps import release
-from agents.roles.base import RoleContext
+from agents.roles import release
+from agents.roles.base import RoleContext, Step
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,17 +45,24 @@ def child(settings):
     return put_in_state(make_task(), status="in_progress", phase="release")
 
 
-def test_a_pull_request_the_parent_merged_completes_the_release(child, tmp_path):
+def step(child, state, worktree):
     context = RoleContext(task=child, branch="codex/child")
-    result = release(
-        child, Forge("merged"), tmp_path, "codex/child", SUBMITTED, context
+    return Step(
+        task=child,
+        forge=Forge(state),
+        branch="codex/child",
+        worktree=worktree,
+        context=context,
     )
+
+
+def test_a_pull_request_the_parent_merged_completes_the_release(child, tmp_path):
+    result = release.merge(step(child, "merged", tmp_path), release.ROLE, SUBMITTED)
     assert result.merged is True
     assert result.outcome != "escalate"
 
 
 def test_an_open_pull_request_still_waits_for_a_person(child, tmp_path):
-    context = RoleContext(task=child, branch="codex/child")
-    result = release(child, Forge("open"), tmp_path, "codex/child", SUBMITTED, context)
+    result = release.merge(step(child, "open", tmp_path), release.ROLE, SUBMITTED)
     assert not result.merged and result.outcome == "escalate"
     assert "requires a person to approve" in result.reason

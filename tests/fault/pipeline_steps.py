@@ -71,7 +71,10 @@ class Agents:
         role = role_of(body)
         self.turns.append(role)
         first_turn = len(body["messages"]) == 1
-        if role == "commit_message" and first_turn:
+        # A run resumed on a worktree made again: its files must be written
+        # again (agents.checkpoints tells it so).
+        resumed_elsewhere = "prepared again" in str(body["messages"][-1])
+        if role == "commit_message" and (first_turn or resumed_elsewhere):
             return message(
                 tool_use("write_file", {"path": "calc.py", "content": MUL}),
                 tool_use("write_file", {"path": "test_mul.py", "content": TEST_MUL}),

@@ -7,27 +7,39 @@ item ("T001: Add mul with a test") and the commit carries `Codex-Step: T001`
 next to `Codex-Task`. On a later attempt (a retried step, a crash, a
 feedback cycle) the phase runner reads those trailers back from the branch
 (integrations.git.committed_steps) and `progress_note` tells the agent which
-items are already committed, so they are not redone. After the agent
-submits, the runner commits whatever is left with `commit_message`, pushes
-and opens the (draft) pull request; this module reads how far the developer
-got.
+items are already committed, so they are not redone (agents.roles.developer.
+progress). After the agent submits, whatever is left is committed with its
+commit_message, the branch pushed and the (draft) pull request opened
+(agents.roles.developer.pull_request); this module reads how far the
+developer got.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agents import feedback as feedback_loop
 from agents.feedback import RESPONSES_DOCUMENT, responses_document
-from agents.roles.base import COMMON_RULES, Role, RoleContext
-from agents.tools import Tool, ToolError, _schema
-from agents.worktree_hygiene import drop_scratch, scratch_note, untracked_files
+from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
+from agents.roles.developer import pull_request
+from agents.roles.developer.progress import (
+    TaskItem,
+    changes_tool,
+    commit_message,
+    commit_tool,
+    progress_note,
+    task_items,
+)
+from agents.worktree_hygiene import untracked_files
 from codex.tasks.runners import PhaseResult
-from integrations.git import STEP_TRAILER, commit_all, run_git
+from integrations.git import committed_steps
+
+if TYPE_CHECKING:
+    from agents.tools import Tool
+
+SHELL_FILES_SHOWN = 50
+ASKED_ABOUT_SHELL_FILES = "asked_about_shell_files"
 
 SYSTEM_PROMPT = f"""\
 You are the developer of an autonomous software team. You implement the tasks
@@ -38,11 +50,13 @@ tests (bash) before you submit.
 When feedback from a previous verification or review is given, work from its
 items first: fix every failure and blocking comment it lists.
 
-Change files with write_file, edit_file, delete_file and move_file: a new file
-is committed only when you made it with write_file or move_file, so scratch
-and reproduction scripts you create through the shell are removed, never
-shipped. Before you submit, call review_changes and read your whole diff:
-nothing unrelated, nothing left over, tests included.
+Change files with write_file, edit_file, delete_file and move_file. A new
+file you make through the shell (a scratch or reproduction script, or a
+file written with `cat > f`) is removed before the commit unless you keep it:
+when you submit, such files are listed back to you and you answer with
+keep_files (those that belong to the change; [] for none). Before you submit,
+call review_changes and read your whole diff: nothing unrelated, nothing left
+over, tests included.
 
 Do not run git. When a task of tasks.md is done and its tests pass, call
 commit_task with its id (e.g. T001) and a one-line message: that commit is the
@@ -59,6 +73,8 @@ SCHEMA: dict[str, Any] = {
         "summary": {"type": "string", "minLength": 1},
         "commit_message": {"type": "string", "minLength": 1},
         "tasks_completed": {"type": "integer", "minimum": 0},
+        # New files made through the shell that belong to the change.
+        "keep_files": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["summary", "commit_message", "tasks_completed"],
 }
@@ -73,152 +89,6 @@ FEEDBACK_INSTRUCTIONS = (
     "done), run the tests, read your diff, then submit with an answer to every "
     "finding in feedback_responses."
 )
-
-MAX_MESSAGE_CHARS = 200
-_ITEM = re.compile(r"^- \[[ xX]\] (T\d{3,}): (.+?)\s*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class TaskItem:
-    """One item of tasks.md: its id (T001) and title."""
-
-    id: str
-    title: str
-
-
-def task_items(tasks_md: str) -> list[TaskItem]:
-    """The items of tasks.md, in order (agents.roles.planner.tasks_md's form:
-    `- [ ] T001: title`)."""
-    return [TaskItem(match[1], match[2]) for match in _ITEM.finditer(tasks_md or "")]
-
-
-def progress_note(
-    items: list[TaskItem], committed: dict[str, str], *, feedback: bool = False
-) -> str:
-    """For the prompt: which items are already committed on the branch. In a
-    feedback cycle with every item committed, the work left is the
-    feedback (the changes are committed when the developer submits)."""
-    done = [item for item in items if item.id in committed]
-    if not done:
-        return ""
-    lines = [
-        f"- {item.id}: {item.title} (commit {committed[item.id][:12]})" for item in done
-    ]
-    left = [item.id for item in items if item.id not in committed]
-    return (
-        "Already committed on the branch by an earlier attempt (done: do not "
-        "redo them):\n"
-        + "\n".join(lines)
-        + (f"\nStill to do: {', '.join(left)}." if left else _nothing_left(feedback))
-    )
-
-
-def _nothing_left(feedback: bool) -> str:
-    if feedback:
-        return (
-            "\nEvery task of tasks.md is committed: this cycle's work is the "
-            "feedback above. Your fixes are committed with your commit_message "
-            "when you submit."
-        )
-    return "\nNothing is left."
-
-
-def commit_message(item: TaskItem, message: str) -> str:
-    """The commit message of a task's recovery point: it names the task."""
-    first = " ".join(message.split())[:MAX_MESSAGE_CHARS] or item.title
-    return f"{item.id}: {first}\n\nCompletes {item.id} of tasks.md: {item.title}\n"
-
-
-def commit_tool(
-    worktree: Path,
-    task_id: str,
-    items: list[TaskItem],
-    committed: dict[str, str],
-    on_commit: Callable[[str, TaskItem], None],
-    intended: set[str] | None = None,
-) -> Tool:
-    """The developer's `commit_task(task, message)`: commit the worktree's
-    changes as the recovery point of tasks.md item `task`. `committed` (item
-    id → sha) is updated; `on_commit(sha, item)` records the commit. New
-    files not in `intended` (the files the developer's tools wrote) are
-    removed first and named in the answer (agents.worktree_hygiene)."""
-    by_id = {item.id: item for item in items}
-
-    def commit_task(arguments: dict[str, Any]) -> str:
-        wanted = str(arguments.get("task") or "").strip().upper()
-        item = by_id.get(wanted)
-        if item is None:
-            known = ", ".join(by_id) or "none"
-            raise ToolError(f"{wanted or '(none)'} is not a task of tasks.md ({known})")
-        if item.id in committed:
-            raise ToolError(
-                f"{item.id} is already committed ({committed[item.id][:12]}); go on "
-                "with the next task"
-            )
-        message = str(arguments.get("message") or "")
-        note = ""
-        if intended is not None:
-            note = scratch_note(drop_scratch(worktree, intended))
-        sha = commit_all(
-            worktree,
-            commit_message(item, message),
-            task_id,
-            trailers={STEP_TRAILER: item.id},
-        )
-        if sha is None:
-            raise ToolError(
-                f"nothing to commit for {item.id}: no file changed since the last "
-                f"commit. {note}".strip()
-            )
-        committed[item.id] = sha
-        on_commit(sha, item)
-        return f"committed {item.id} as {sha[:12]}. {note}".strip()
-
-    return Tool(
-        "commit_task",
-        "Commit all current changes as the finished task `task` of tasks.md "
-        "(e.g. T001), with a one-line `message`. Call it once per task, when "
-        "the task is done and its tests pass.",
-        _schema(
-            {
-                "task": {"type": "string"},
-                "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS},
-            },
-            ["task", "message"],
-        ),
-        commit_task,
-    )
-
-
-def changes_tool(worktree: Path, base: str, intended: set[str]) -> Tool:
-    """The developer's `review_changes()`: the whole change against the base
-    branch as it would ship (committed and not), and the new files that would
-    be dropped as scratch."""
-
-    def review_changes(arguments: dict[str, Any]) -> str:
-        diff = run_git(["diff", base], worktree)
-        new = untracked_files(worktree)
-        kept = [name for name in new if name in intended]
-        scratch = [name for name in new if name not in intended]
-        parts = [diff.strip() or "(no change to tracked files against the base)"]
-        if kept:
-            parts.append("New files, to be committed: " + ", ".join(kept))
-        if scratch:
-            parts.append(
-                "New files that will be removed as scratch (not made with "
-                "write_file or move_file): " + ", ".join(scratch)
-            )
-        return "\n\n".join(parts)
-
-    return Tool(
-        "review_changes",
-        "Show your whole change against the base branch (committed and not), "
-        "the new files that will be committed and those that will be removed "
-        "as scratch. Read it before you submit.",
-        _schema({}),
-        review_changes,
-    )
-
 
 WRITER_DOCUMENT = "writer.json"
 ACTIONS = {"A": "create", "M": "modify", "D": "delete", "R": "rename", "C": "create"}
@@ -268,11 +138,113 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
     return phase_result
 
 
-ROLE = Role(
+class Developer(Role):
+    """The implementation phase: the only role that writes files."""
+
+    def before_agent(self, step: Step) -> PhaseResult | None:
+        # After a "CI pending" wait only the CI state is read again.
+        return pull_request.recheck_ci(step)
+
+    def prepare(self, step: Step) -> str:
+        """The findings of the last verification or review to answer, and
+        the tasks.md items already committed on the branch."""
+        context = step.context
+        feedback = feedback_loop.latest(step.task)
+        if feedback is not None:
+            context.extra["feedback"] = feedback
+        items = task_items(step.documents.get("tasks.md", ""))
+        committed = committed_steps(step.worktree, step.base_ref, step.task.task_id)
+        context.extra["task_items"] = items
+        context.extra["committed_steps"] = committed
+        note = progress_note(items, committed, feedback=feedback is not None)
+        if feedback is None:
+            return note
+        # The findings come first; the developer answers each by id.
+        return f"{feedback_loop.feedback_prompt(feedback)}\n\n{note}"
+
+    def result_schema(self, step: Step) -> dict[str, Any]:
+        feedback = step.context.extra.get("feedback")
+        if feedback is None:
+            return self.schema
+        return feedback_loop.responses_schema(self.schema, feedback.ids)
+
+    def run_instructions(self, step: Step) -> str:
+        if "feedback" in step.context.extra:
+            return FEEDBACK_INSTRUCTIONS
+        return self.instructions
+
+    def tools(self, step: Step) -> list[Tool]:
+        """commit_task (a commit per finished item, recorded as a commit
+        tool event) and review_changes."""
+        task, context = step.task, step.context
+
+        def recorded(sha: str, item: TaskItem) -> None:
+            task.record(
+                "tool",
+                by=f"agent:{self.name}",
+                reason=f"commit {sha[:12]} ({item.id})",
+                data={"tool": "commit", "success": True, "sha": sha, "step": item.id},
+            )
+
+        intended = context.extra["intended_files"]
+        return [
+            commit_tool(
+                step.worktree,
+                task.task_id,
+                context.extra.get("task_items") or [],
+                context.extra.setdefault("committed_steps", {}),
+                recorded,
+                intended,
+            ),
+            changes_tool(step.worktree, step.base_ref, intended),
+        ]
+
+    def check_submission(self, step: Step, submitted: dict[str, Any]) -> str:
+        """New files made through the shell (`cat > test_x.py`) are dropped
+        as scratch unless the developer keeps them: it is asked once, and
+        its keep_files answer decides."""
+        intended = step.context.extra["intended_files"]
+        made_in_shell = [
+            name for name in untracked_files(step.worktree) if name not in intended
+        ]
+        keep = submitted.get("keep_files")
+        if keep is not None:
+            intended.update(name for name in keep if name in made_in_shell)
+            return ""
+        if not made_in_shell or step.context.extra.get(ASKED_ABOUT_SHELL_FILES):
+            return ""  # asked once: an answer without keep_files keeps none
+        step.context.extra[ASKED_ABOUT_SHELL_FILES] = True
+        shown = ", ".join(made_in_shell[:SHELL_FILES_SHOWN])
+        if len(made_in_shell) > SHELL_FILES_SHOWN:
+            shown += f" and {len(made_in_shell) - SHELL_FILES_SHOWN} more"
+        return (
+            "these new files were made through the shell, not with write_file, "
+            f"and would be removed as scratch: {shown}. Submit again with "
+            "keep_files listing the ones that belong to the change (tests, new "
+            "modules), or keep_files: [] to drop them all."
+        )
+
+    def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
+        return pull_request.ship(step, self, submitted)
+
+
+ROLE = Developer(
     name="developer",
     phase="implementation",
     system_prompt=SYSTEM_PROMPT,
     schema=SCHEMA,
     to_phase_result=to_phase_result,
     instructions=INSTRUCTIONS,
+    documents=("spec.md", "plan.md", "tasks.md", "analysis.json"),
+    writes=True,
 )
+
+__all__ = [
+    "FEEDBACK_INSTRUCTIONS",
+    "ROLE",
+    "TaskItem",
+    "commit_message",
+    "commit_tool",
+    "progress_note",
+    "task_items",
+]

@@ -1,5 +1,7 @@
-"""Agent instances, their relationships, and agent runs (docs/domain/fleet.md)."""
+"""Agent instances, their relationships, agent runs and their checkpoints
+(docs/domain/fleet.md)."""
 
+from codex.fleet.models.checkpoint import RunCheckpoint
 from codex.fleet.models.choices import (
     HealthStatus,
     InstanceStatus,
@@ -33,6 +35,7 @@ __all__ = [
     "ParallelLimitReached",
     "RelationshipType",
     "ReviewLoopStatus",
+    "RunCheckpoint",
     "RunStatus",
     "new_instance_id",
     "new_session_id",

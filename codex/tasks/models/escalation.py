@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.conf import settings
@@ -43,6 +44,15 @@ class AlreadyResolved(Exception):
 class EscalationQuerySet(models.QuerySet):
     def open(self) -> EscalationQuerySet:
         return self.filter(resolved_at__isnull=True)
+
+    def answered_in(self, phase: str) -> EscalationQuerySet:
+        """Escalations of `phase` a person answered and let go on (their
+        answers or note go to that phase's agent), oldest first."""
+        return (
+            self.filter(phase=phase, decision=Decision.RESUME)
+            .exclude(answers=[], resolution="")
+            .order_by("resolved_at", "id")
+        )
 
     def resolved_unconsumed(self) -> EscalationQuerySet:
         return self.filter(resolved_at__isnull=False, consumed_at__isnull=True)
@@ -94,6 +104,9 @@ class Escalation(models.Model):
         max_length=10, choices=Decision.choices, blank=True, editable=False
     )
     consumed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # When the answer first reached an agent's prompt (the task's history
+    # says which role).
+    delivered_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = EscalationQuerySet.as_manager()
 
@@ -120,6 +133,26 @@ class Escalation(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+    def answer_questions(self, by: str, user=None) -> None:
+        """Write a resolution's answers on the task's questions to a person
+        that this escalation carried (communication.questions), each once,
+        matched by the question's text; a single answer answers them all."""
+        from codex.tasks.models.analysis import AlreadyAnswered, Role
+
+        answers = [str(a) for a in self.answers if str(a).strip()]
+        if not answers:
+            return
+        asked = [str(q) for q in self.questions]
+        waiting = self.task.questions.unanswered().filter(to_role=Role.HUMAN)
+        for question in waiting:
+            if question.question not in asked:
+                continue
+            index = asked.index(question.question)
+            answer = answers[index] if index < len(answers) else answers[-1]
+            # Another resolution may have answered it first.
+            with contextlib.suppress(AlreadyAnswered):
+                question.record_answer(answer, by=by, user=user)
 
     def record_resolution(
         self,

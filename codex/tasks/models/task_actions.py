@@ -150,6 +150,7 @@ class TaskActions:
                     user=user,
                 )
                 if decision == Decision.RESUME:
+                    escalation.answer_questions(by, user)
                     self.resolve(by=by, reason=reason)
                 else:
                     escalation.consumed_at = escalation.resolved_at

@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 from responses import matchers
 
-from agents import forge_steps
+from agents.roles.base import RoleContext, Step
+from agents.roles.developer.pull_request import ci_policy, recheck_ci
 from codex.tasks.pipeline import apply_result
 from codex.tasks.runners import PhaseResult
 from integrations.git import run_git
@@ -45,6 +46,14 @@ def worktree(tmp_path, task):
     return path
 
 
+def step(task, forge, worktree, branch):
+    """The developer's step as the phase runner prepares it."""
+    context = RoleContext(task=task, branch=branch)
+    return Step(
+        task=task, forge=forge, branch=branch, worktree=worktree, context=context
+    )
+
+
 def checks(github, sha, status, *runs):
     github.get(f"{REPO_API}/commits/{sha}/status", json=status)
     github.get(f"{REPO_API}/commits/{sha}/check-runs", json=check_runs(*runs))
@@ -68,7 +77,7 @@ def test_pending_ci_blocks_then_is_read_again_without_the_agent(
     sha = run_git(["rev-parse", "HEAD"], worktree).strip()
     branch = f"codex/{task.task_id}"
 
-    waiting = forge_steps._ci_policy(task, done(task), "pending", sha)
+    waiting = ci_policy(task, done(task), "pending", sha)
     assert waiting.outcome == "blocked"
     assert waiting.retry_after == timedelta(seconds=240)
     apply(task, waiting)
@@ -91,7 +100,7 @@ def test_pending_ci_blocks_then_is_read_again_without_the_agent(
     )
     forge = GitHubForge(task.repository)
 
-    result = forge_steps.recheck_ci(task, forge, worktree, branch)
+    result = recheck_ci(step(task, forge, worktree, branch))
 
     assert result is not None and result.outcome == "done"
     assert result.ci_passing is True and result.current_task == 1
@@ -107,14 +116,12 @@ def test_still_pending_blocks_again_and_the_retry_limit_bounds_it(
     settings.CODEX_MAX_RETRIES = 1
     sha = run_git(["rev-parse", "HEAD"], worktree).strip()
     branch = f"codex/{task.task_id}"
-    apply(task, forge_steps._ci_policy(task, done(task), "pending", sha))
+    apply(task, ci_policy(task, done(task), "pending", sha))
     put_in_state(task, "in_progress")
     github.get(f"{REPO_API}/pulls", json=[pull_request(7, head=branch, sha=sha)])
     checks(github, sha, NO_STATUSES, ("in_progress", None))
 
-    result = forge_steps.recheck_ci(
-        task, GitHubForge(task.repository), worktree, branch
-    )
+    result = recheck_ci(step(task, GitHubForge(task.repository), worktree, branch))
 
     assert result.outcome == "blocked"
     apply(task, result)
@@ -124,23 +131,23 @@ def test_still_pending_blocks_again_and_the_retry_limit_bounds_it(
 
 def test_a_moved_worktree_runs_the_agent_instead(github, task, worktree):
     sha = run_git(["rev-parse", "HEAD"], worktree).strip()
-    apply(task, forge_steps._ci_policy(task, done(task), "pending", sha))
+    apply(task, ci_policy(task, done(task), "pending", sha))
     put_in_state(task, "in_progress")
     commit_file(worktree, "more.py", "y = 2\n", "more")
 
     forge = GitHubForge(task.repository)
-    assert forge_steps.recheck_ci(task, forge, worktree, "b") is None
+    assert recheck_ci(step(task, forge, worktree, "b")) is None
     assert len(github.calls) == 0
 
 
 def test_an_older_pending_block_does_not_count_after_the_phase_restarts(task, worktree):
     sha = run_git(["rev-parse", "HEAD"], worktree).strip()
-    apply(task, forge_steps._ci_policy(task, done(task), "pending", sha))
+    apply(task, ci_policy(task, done(task), "pending", sha))
     put_in_state(
         task, "in_progress", phase_entered_at=timezone.now() + timedelta(seconds=1)
     )
 
-    assert forge_steps.recheck_ci(task, None, worktree, "b") is None
+    assert recheck_ci(step(task, None, worktree, "b")) is None
 
 
 @pytest.mark.parametrize(
@@ -158,7 +165,7 @@ def test_no_checks_configured_follows_the_setting(
     result = done(task)
     result.current_task = 1 if finished else 0
 
-    applied = forge_steps._ci_policy(task, result, "none", "a" * 40)
+    applied = ci_policy(task, result, "none", "a" * 40)
 
     assert (applied.outcome, applied.ci_passing) == expected
     if applied.outcome == "escalate":
@@ -166,8 +173,8 @@ def test_no_checks_configured_follows_the_setting(
 
 
 def test_failing_ci_is_not_passing_and_pending_with_work_left_goes_on(task):
-    assert forge_steps._ci_policy(task, done(task), "failure", "a").ci_passing is False
+    assert ci_policy(task, done(task), "failure", "a").ci_passing is False
     unfinished = done(task)
     unfinished.current_task = 0
-    applied = forge_steps._ci_policy(task, unfinished, "pending", "a")
+    applied = ci_policy(task, unfinished, "pending", "a")
     assert applied.outcome == "done" and applied.ci_passing is None
