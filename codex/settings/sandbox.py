@@ -20,6 +20,11 @@ CODEX_SANDBOX = env_choice(
 CODEX_SANDBOX_COMMAND_TIMEOUT = env_int(
     "CODEX_SANDBOX_COMMAND_TIMEOUT", 120, minimum=1, maximum=3600
 )
+# The wall-time limit of one call of an agent's file tool (read, list, search,
+# write, edit): past it the call answers an error (agents/tools.py).
+CODEX_SANDBOX_FILE_TOOL_TIMEOUT = env_int(
+    "CODEX_SANDBOX_FILE_TOOL_TIMEOUT", 30, minimum=1, maximum=600
+)
 CODEX_SANDBOX_CPU_SECONDS = env_int("CODEX_SANDBOX_CPU_SECONDS", 300, minimum=1)
 CODEX_SANDBOX_MEMORY_MB = env_int("CODEX_SANDBOX_MEMORY_MB", 2048, minimum=64)
 CODEX_SANDBOX_MAX_PROCESSES = env_int("CODEX_SANDBOX_MAX_PROCESSES", 256, minimum=8)
