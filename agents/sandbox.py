@@ -5,45 +5,52 @@ allow-list) run in the command jail (integrations.jail): the worktree is the
 only writable place, nothing of the worker is visible, there is no network,
 and the whole jail dies when a call ends. The file tools run in the worker,
 so they refuse every path that resolves outside the worktree (symlinks
-included), NUL bytes, absolute paths and anything inside `.git`; a write
-replaces the file (a new inode), so a hard link made inside the jail cannot
-carry it to another file. Every tool's input is validated against its JSON
-schema before the tool runs.
+included), NUL bytes, absolute paths and anything inside `.git`; they touch
+regular files only (a named pipe, socket or device is refused, agents.files);
+a write replaces the file (a new inode), so a hard link made inside the jail
+cannot carry it to another file. Every tool's input is validated against its
+JSON schema before the tool runs, and every file tool call has a wall-time
+limit of its own. What the agent sees of the tools: docs/jail.md#the-agents-tools.
 
-The tools themselves are `agents.tools.Tool`s: `Sandbox.tools()` gives
-the runtime the ones bound to one worktree.
+This module holds the worktree (paths) and the tools that change files; the
+reading tools are agents.reading, the search agents.search, commands
+agents.shell, the tools' definitions agents.sandbox_tools.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import re2
+from django.conf import settings
 
+from agents.edits import Edit, apply_edits, change_report
+from agents.files import (
+    is_regular,
+    open_regular,
+    read_capped,
+    refuse_special,
+    replace_file,
+)
+from agents.reading import FileReading
+from agents.sandbox_tools import sandbox_tools
+from agents.search import Searching
 from agents.shell import JailedCommands
-from agents.tools import Tool, ToolError, _schema, cap_text
+from agents.tools import Tool, ToolError
 from integrations.jail import CommandResult, Jail
 
-__all__ = ["CommandResult", "Sandbox"]
+__all__ = ["WRITE_TOOLS", "CommandResult", "Sandbox"]
 
 DEFAULT_MAX_WRITE_BYTES = 1_000_000
-DEFAULT_READ_CAP = 100_000  # characters of one read_file answer
-MAX_LIST_ENTRIES = 1000
-MAX_SEARCH_MATCHES = 100
-MAX_SEARCH_FILE_BYTES = 1_000_000
-MAX_LINE_CHARS = 500
 # The tools that change files: left out for read-only roles.
-WRITE_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
-SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
+WRITE_TOOLS = frozenset(
+    {"write_file", "edit_file", "multi_edit", "delete_file", "move_file"}
+)
 
 
-class Sandbox(JailedCommands):
+class Sandbox(FileReading, Searching, JailedCommands):
     """The tools of one agent run, confined to `root` (the task's worktree)."""
 
     def __init__(
@@ -53,11 +60,18 @@ class Sandbox(JailedCommands):
         jail: Jail | None = None,
         allowed_commands: Iterable[str] | None = None,
         max_write_bytes: int = DEFAULT_MAX_WRITE_BYTES,
+        role: str | None = None,
+        on_output: Callable[[str], None] | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         """`jail`: where commands run (by default the configured backend's jail
         of `root`). `allowed_commands`: None gives the agent a shell (`bash`);
         a list keeps a repository's allow-list policy (`run_command`, no
-        shell, only those programs), still inside the jail."""
+        shell, only those programs), still inside the jail. `role`: whose
+        run this is (a command's longest timeout follows the role's time
+        budget). `on_output`: called with each piece of a command's output as
+        it comes (the run's live log). `tool_timeout`: the wall-time limit of
+        one file tool call (CODEX_SANDBOX_FILE_TOOL_TIMEOUT)."""
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
             raise NotADirectoryError(self.root)
@@ -66,6 +80,11 @@ class Sandbox(JailedCommands):
             None if allowed_commands is None else frozenset(allowed_commands)
         )
         self.max_write_bytes = max_write_bytes
+        self.role = role
+        self.on_output = on_output
+        self.tool_timeout = float(
+            tool_timeout or settings.CODEX_SANDBOX_FILE_TOOL_TIMEOUT
+        )
         self.files_changed: set[str] = set()
 
     # -- paths --------------------------------------------------------------
@@ -94,99 +113,11 @@ class Sandbox(JailedCommands):
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() or "."
 
-    # -- the tools ----------------------------------------------------------
-
-    def list_files(self, path: str = ".", max_entries: int = MAX_LIST_ENTRIES) -> str:
-        """Files under `path`, one per line, relative to the root (VCS and
-        dependency folders skipped)."""
-        base = self.resolve(path)
-        if base.is_file():
-            return self.relative(base)
-        if not base.is_dir():
-            raise ToolError(f"{path!r} does not exist")
-        entries: list[str] = []
-        for folder, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                entries.append(self.relative(Path(folder) / name))
-                if len(entries) >= max_entries:
-                    return "\n".join(entries) + (
-                        f"\n[listing stopped at {max_entries} entries; "
-                        "list a subfolder]"
-                    )
-        return "\n".join(entries) if entries else "(no files)"
-
-    def read_file(
-        self, path: str, start_line: int | None = None, end_line: int | None = None
-    ) -> str:
-        """Lines `start_line`..`end_line` (1-based, inclusive) of a text file,
-        each prefixed with its number."""
-        target = self.resolve(path)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a file")
-        data = target.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise ToolError(f"{path!r} looks binary; it is not shown")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        start = max(1, int(start_line or 1))
-        end = min(len(lines), int(end_line or len(lines)))
-        if start > max(end, 1):
-            raise ToolError(f"line range {start}-{end} is empty ({len(lines)} lines)")
-        shown = "\n".join(f"{n}\t{lines[n - 1]}" for n in range(start, end + 1))
-        header = f"{self.relative(target)} lines {start}-{end} of {len(lines)}\n"
-        return cap_text(header + shown, DEFAULT_READ_CAP)
-
-    def search(
-        self,
-        pattern: str,
-        path: str = ".",
-        regex: bool = False,
-        ignore_case: bool = False,
-        max_matches: int = MAX_SEARCH_MATCHES,
-    ) -> str:
-        """Lines matching `pattern` (plain text unless `regex`), as
-        path:line:text, at most `max_matches`."""
-        if not pattern:
-            raise ToolError("a pattern is required")
-        matcher = _matcher(pattern, regex=regex, ignore_case=ignore_case)
-        base = self.resolve(path)
-        files = [base] if base.is_file() else self._walk(base)
-        hits: list[str] = []
-        for file in files:
-            try:
-                if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                    continue
-                data = file.read_bytes()
-            except OSError:
-                continue
-            if b"\x00" in data[:8192]:
-                continue
-            text = data.decode("utf-8", errors="replace")
-            for number, line in enumerate(text.splitlines(), 1):
-                # RE2 runs in linear time; a bounded slice bounds it further.
-                if matcher.search(line[: MAX_LINE_CHARS * 4]):
-                    hits.append(
-                        f"{self.relative(file)}:{number}:{line[:MAX_LINE_CHARS]}"
-                    )
-                    if len(hits) >= max_matches:
-                        return "\n".join(hits) + (
-                            f"\n[stopped at {max_matches} matches; narrow the search]"
-                        )
-        return "\n".join(hits) if hits else "(no matches)"
-
-    def _walk(self, base: Path) -> list[Path]:
-        found: list[Path] = []
-        for folder, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                file = Path(folder) / name
-                # A symlinked file may point out of the worktree: skip it.
-                if file.resolve().is_relative_to(self.root):
-                    found.append(file)
-        return found
+    # -- the tools that change files ------------------------------------------
 
     def write_file(self, path: str, content: str) -> tuple[str, list[str]]:
-        """Create or replace a file with `content` (parents created)."""
+        """Create or replace a file with `content` (parents created); the
+        answer shows the change and the syntax check."""
         if not isinstance(content, str):
             raise ToolError("content must be a string")
         if "\x00" in content:
@@ -198,54 +129,84 @@ class Sandbox(JailedCommands):
                 f"{self.max_write_bytes}-byte limit for one file"
             )
         target = self.resolve(path, for_write=True)
-        if target.is_dir():
-            raise ToolError(f"{path!r} is a directory")
+        before = self._text_before_write(target, path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        _replace(target, data)
+        replace_file(target, data)
         name = self.relative(target)
         self.files_changed.add(name)
-        return f"wrote {len(data)} bytes to {name}", [name]
+        report = change_report(name, before, content)
+        return f"wrote {len(data)} bytes to {name}\n{report}", [name]
 
     def edit_file(
         self, path: str, old: str, new: str, replace_all: bool = False
     ) -> tuple[str, list[str]]:
         """Replace the one occurrence of `old` with `new` (every occurrence
         with `replace_all`)."""
-        if not old:
-            raise ToolError("old must be a non-empty string")
-        if "\x00" in new:
-            raise ToolError("new contains a NUL byte")
+        return self._edit(path, [Edit(old, new, bool(replace_all))])
+
+    def multi_edit(
+        self, path: str, edits: list[dict[str, Any]]
+    ) -> tuple[str, list[str]]:
+        """Apply `edits` ({old, new, replace_all}) to one file in order, each
+        to the result of the one before: all of them, or none."""
+        if not edits:
+            raise ToolError("edits must hold at least one edit")
+        return self._edit(
+            path,
+            [
+                Edit(edit["old"], edit["new"], bool(edit.get("replace_all")))
+                for edit in edits
+            ],
+        )
+
+    def _edit(self, path: str, edits: list[Edit]) -> tuple[str, list[str]]:
         target = self.resolve(path, for_write=True)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a file")
-        # newline="": the file's own line endings (CRLF stays CRLF).
-        with open(target, encoding="utf-8", newline="") as handle:
-            text = handle.read()
-        if "\r\n" in text and "\r\n" not in old:
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = text.count(old)
-        if count == 0:
-            raise ToolError("old was not found in the file; read it and retry")
-        if count > 1 and not replace_all:
+        if target.is_dir():
+            raise ToolError(f"{path!r} is a folder")
+        with open_regular(target, path) as fd:
+            raw = read_capped(fd, self.max_write_bytes, path)
+        try:
+            # Bytes decoded as they are: the file's CRLF line endings stay.
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
             raise ToolError(
-                f"old occurs {count} times; include more context to make it "
-                "unique, or set replace_all to replace every occurrence"
-            )
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        if len(updated.encode("utf-8")) > self.max_write_bytes:
+                f"{path!r} is not UTF-8 text; change it with a command"
+            ) from None
+        updated, count = apply_edits(text, edits)
+        data = updated.encode("utf-8")
+        if len(data) > self.max_write_bytes:
             raise ToolError("refused: the edited file would exceed the size limit")
-        _replace(target, updated.encode("utf-8"))
+        replace_file(target, data)
         name = self.relative(target)
         self.files_changed.add(name)
-        times = f" ({count} occurrences)" if replace_all and count > 1 else ""
-        return f"edited {name}{times}", [name]
+        times = f" ({count} replacements)" if len(edits) > 1 else ""
+        if len(edits) == 1 and edits[0].replace_all and count > 1:
+            times = f" ({count} occurrences)"
+        return f"edited {name}{times}\n{change_report(name, text, updated)}", [name]
+
+    def _text_before_write(self, target: Path, path: str) -> str | None:
+        """The text a write replaces (None: a new file, or one too large to
+        compare); refuses a folder and anything but a regular file."""
+        if not os.path.lexists(target):
+            return None
+        if target.is_dir():
+            raise ToolError(f"{path!r} is a directory")
+        if not is_regular(target):
+            refuse_special(path, os.stat(target).st_mode)
+        with open_regular(target, path) as fd:
+            try:
+                raw = read_capped(fd, self.max_write_bytes, path)
+            except ToolError:
+                return None
+        return raw.decode("utf-8", errors="replace")
 
     def delete_file(self, path: str) -> tuple[str, list[str]]:
-        """Delete one file of the worktree (never a folder, never in .git)."""
+        """Delete one file of the worktree (never a folder, never in .git); a
+        named pipe or socket the agent made may be deleted too."""
         target = self.resolve(path, for_write=True)
         if target == self.root or target.is_dir():
             raise ToolError(f"{path!r} is a folder; delete its files one by one")
-        if not target.is_file() and not target.is_symlink():
+        if not os.path.lexists(target):
             raise ToolError(f"{path!r} does not exist")
         name = self.relative(target)
         target.unlink()
@@ -257,9 +218,11 @@ class Sandbox(JailedCommands):
         destination must not exist yet."""
         origin = self.resolve(source, for_write=True)
         target = self.resolve(destination, for_write=True)
-        if not origin.is_file() or origin.is_symlink():
+        if not os.path.lexists(origin) or origin.is_dir():
             raise ToolError(f"{source!r} is not a file")
-        if target.exists() or target.is_symlink():
+        if not is_regular(origin):
+            refuse_special(source, os.stat(origin).st_mode)
+        if os.path.lexists(target):
             raise ToolError(f"{destination!r} already exists")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(origin, target)
@@ -267,130 +230,12 @@ class Sandbox(JailedCommands):
         self.files_changed.update(names)
         return f"moved {names[0]} to {names[1]}", names
 
+    # -- as model tools -------------------------------------------------------
+
     def tools(self, *, read_only: bool = False) -> list[Tool]:
         """The sandbox's tools with their API definitions; `read_only` leaves
         out the ones that change files (roles that only read and check)."""
-        tools = self._tools()
+        tools = sandbox_tools(self)
         if read_only:
             return [tool for tool in tools if tool.name not in WRITE_TOOLS]
         return tools
-
-    def _tools(self) -> list[Tool]:
-        return [
-            Tool(
-                "list_files",
-                "List the files under a folder of the worktree (relative path).",
-                _schema({"path": {"type": "string", "default": "."}}),
-                lambda a: self.list_files(a.get("path") or "."),
-            ),
-            Tool(
-                "read_file",
-                "Read a text file of the worktree, optionally lines start_line to "
-                "end_line (1-based, inclusive). Lines are numbered.",
-                _schema(
-                    {
-                        "path": {"type": "string"},
-                        "start_line": {"type": "integer", "minimum": 1},
-                        "end_line": {"type": "integer", "minimum": 1},
-                    },
-                    ["path"],
-                ),
-                lambda a: self.read_file(
-                    a["path"], a.get("start_line"), a.get("end_line")
-                ),
-            ),
-            Tool(
-                "search",
-                "Search the worktree's text files for a plain string (or a Python "
-                "regular expression with regex=true); answers path:line:text.",
-                _schema(
-                    {
-                        "pattern": {"type": "string"},
-                        "path": {"type": "string", "default": "."},
-                        "regex": {"type": "boolean", "default": False},
-                        "ignore_case": {"type": "boolean", "default": False},
-                    },
-                    ["pattern"],
-                ),
-                lambda a: self.search(
-                    a["pattern"],
-                    a.get("path") or ".",
-                    bool(a.get("regex")),
-                    bool(a.get("ignore_case")),
-                ),
-            ),
-            Tool(
-                "write_file",
-                "Create or overwrite a file of the worktree with the given content.",
-                _schema(
-                    {"path": {"type": "string"}, "content": {"type": "string"}},
-                    ["path", "content"],
-                ),
-                lambda a: self.write_file(a["path"], a["content"]),
-            ),
-            Tool(
-                "edit_file",
-                "Replace exactly one occurrence of `old` with `new` in a file "
-                "(`old` must be unique in the file), or every occurrence with "
-                "replace_all. The file keeps its line endings.",
-                _schema(
-                    {
-                        "path": {"type": "string"},
-                        "old": {"type": "string", "minLength": 1},
-                        "new": {"type": "string"},
-                        "replace_all": {"type": "boolean", "default": False},
-                    },
-                    ["path", "old", "new"],
-                ),
-                lambda a: self.edit_file(
-                    a["path"], a["old"], a["new"], bool(a.get("replace_all"))
-                ),
-            ),
-            Tool(
-                "delete_file",
-                "Delete a file of the worktree (a file, not a folder).",
-                _schema({"path": {"type": "string"}}, ["path"]),
-                lambda a: self.delete_file(a["path"]),
-            ),
-            Tool(
-                "move_file",
-                "Move or rename a file of the worktree; the destination must "
-                "not exist (its folders are created).",
-                _schema(
-                    {"source": {"type": "string"}, "destination": {"type": "string"}},
-                    ["source", "destination"],
-                ),
-                lambda a: self.move_file(a["source"], a["destination"]),
-            ),
-            self._command_tool(),
-        ]
-
-
-def _replace(target: Path, data: bytes) -> None:
-    """Write `data` as a new file and rename it over `target`: never through
-    a hard link or a symlink swapped in, and never half written."""
-    mode = 0o644
-    if target.exists():
-        mode = target.stat().st_mode & 0o777
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".codex-write-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
-def _matcher(pattern: str, *, regex: bool, ignore_case: bool) -> Any:
-    """A compiled search: RE2 (linear time, no catastrophic backtracking)
-    for regular expressions, a plain escaped pattern otherwise."""
-    options = re2.Options()
-    options.case_sensitive = not ignore_case
-    options.log_errors = False
-    try:
-        return re2.compile(pattern if regex else re.escape(pattern), options)
-    except re2.error as exc:
-        raise ToolError(f"invalid regular expression: {exc}") from None

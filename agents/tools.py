@@ -5,6 +5,10 @@ Each call returns a `ToolOutcome`: the text for the model, whether it is an
 error, and a `ToolRecord` (tool, success, error, metadata, files changed) the
 caller logs as a tool event (docs/domain/fleet.md#tool-events).
 
+A tool with a `timeout` runs in a thread of its own and the call returns an
+error at that wall time whatever the handler does; the handler sees its
+deadline through `time_left()`/`check_time()` and stops there by itself.
+
 The worktree's tools (files and commands, confined to the worktree) are in
 agents.sandbox; the pipeline's own tools in agents.domain_tools.
 """
@@ -15,6 +19,8 @@ import functools
 import json
 import logging
 import math
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +28,13 @@ from typing import Any
 import jsonschema
 
 logger = logging.getLogger(__name__)
+
+# After its deadline a handler gets this long to return its own answer (a
+# partial one, or why it stopped) before the call gives up on it.
+GRACE_SECONDS = 0.5
+
+# The deadline of the tool call running in this thread.
+_call = threading.local()
 
 
 class ToolError(Exception):
@@ -54,13 +67,17 @@ class Tool:
     """A tool the model may call: its API definition and its handler.
 
     The handler takes the tool's input and returns the text for the model, or
-    a (text, files_changed) pair; it raises ToolError to refuse.
+    a (text, files_changed) pair; it raises ToolError to refuse. `timeout`:
+    the call's wall-time limit in seconds (None: the handler bounds itself,
+    as commands do in the jail, or needs the caller's thread, as the
+    database does).
     """
 
     name: str
     description: str
     input_schema: dict[str, Any]
     handler: Callable[[dict[str, Any]], str | tuple[str, Iterable[str]]]
+    timeout: float | None = None
 
     def definition(self) -> dict[str, Any]:
         return {
@@ -75,6 +92,34 @@ class Tool:
         problem = input_problem(self.input_schema, arguments)
         if problem:
             return _failure(self.name, f"invalid input: {problem}", arguments)
+        if self.timeout is None:
+            return self._run(arguments)
+        return self._run_limited(arguments, self.timeout)
+
+    def _run_limited(self, arguments: Mapping[str, Any], limit: float) -> ToolOutcome:
+        """`_run` in a thread of its own, given up at `limit` seconds: a file
+        tool stuck on something (a pipe, a slow disk) must not hang the
+        worker. A thread cannot be killed; given up, it finishes unwatched."""
+        outcomes: list[ToolOutcome] = []
+
+        def work() -> None:
+            _call.deadline = time.monotonic() + limit
+            outcomes.append(self._run(arguments))
+
+        worker = threading.Thread(target=work, name=f"tool-{self.name}", daemon=True)
+        worker.start()
+        worker.join(limit + GRACE_SECONDS)
+        if outcomes:
+            return outcomes[0]
+        logger.warning("tool %s gave no answer within %ss", self.name, limit)
+        return _failure(
+            self.name,
+            f"{self.name} took longer than its {limit:g}s limit and was stopped; "
+            "narrow the request (a smaller path or range)",
+            arguments,
+        )
+
+    def _run(self, arguments: Mapping[str, Any]) -> ToolOutcome:
         try:
             answer = self.handler(dict(arguments))
         except ToolError as exc:
@@ -95,6 +140,20 @@ class Tool:
                 files_changed=tuple(changed),
             ),
         )
+
+
+def time_left() -> float:
+    """Seconds left before the current tool call's limit (infinite outside
+    a call with a timeout)."""
+    deadline = getattr(_call, "deadline", None)
+    return math.inf if deadline is None else deadline - time.monotonic()
+
+
+def check_time(doing: str) -> None:
+    """Raise ToolError once the current call's time is up; `doing` says what
+    was stopped (the answer names it)."""
+    if time_left() <= 0:
+        raise ToolError(f"stopped at the tool's time limit while {doing}")
 
 
 def input_problem(schema: Mapping[str, Any], arguments: Any) -> str:

@@ -16,9 +16,19 @@ CODEX_SANDBOX_PATH = env_str("CODEX_SANDBOX_PATH", "") or None
 CODEX_SANDBOX = env_choice(
     "CODEX_SANDBOX", "auto", ("auto", "bubblewrap", "docker", "podman", "none")
 )
-# Limits of one jailed command; the wall time is also the most a tool call may ask.
+# Limits of one jailed command. The wall time is an agent's command's unless
+# the call asks for another: shorter, or longer up to the maximum (and the
+# role's time budget, agents/shell.py).
 CODEX_SANDBOX_COMMAND_TIMEOUT = env_int(
     "CODEX_SANDBOX_COMMAND_TIMEOUT", 120, minimum=1, maximum=3600
+)
+CODEX_SANDBOX_MAX_COMMAND_TIMEOUT = env_int(
+    "CODEX_SANDBOX_MAX_COMMAND_TIMEOUT", 1800, minimum=1, maximum=4 * 3600
+)
+# The wall-time limit of one call of an agent's file tool (read, list, search,
+# write, edit): past it the call answers an error (agents/tools.py).
+CODEX_SANDBOX_FILE_TOOL_TIMEOUT = env_int(
+    "CODEX_SANDBOX_FILE_TOOL_TIMEOUT", 30, minimum=1, maximum=600
 )
 CODEX_SANDBOX_CPU_SECONDS = env_int("CODEX_SANDBOX_CPU_SECONDS", 300, minimum=1)
 CODEX_SANDBOX_MEMORY_MB = env_int("CODEX_SANDBOX_MEMORY_MB", 2048, minimum=64)

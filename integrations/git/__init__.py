@@ -1,8 +1,9 @@
 """git: the only package that runs git (docs/architecture.md#integrations).
 
 `runner.run_git` starts git (no shell, minimal environment, credentials only
-in the environment, a timeout, classified failures); the operations built on
-it: `repository` (mirrors, worktrees), `commits` (commits, pushes with
+in the environment, a timeout, classified failures), `streaming.GitStream` a
+read-only git whose output is read as it comes (a search); the operations built
+on them: `repository` (mirrors, worktrees), `commits` (commits, pushes with
 pull-and-retry), `merges` (for the local forge); `locks` (Codex's lock on a git
 folder, and the lock files a killed git leaves).
 """

@@ -1,4 +1,5 @@
-"""Running git: the one place in Codex that starts a git process.
+"""Running git: the one place in Codex that starts a git process (with
+`streaming.GitStream`, its twin for a search whose output is read as it comes).
 
 Every git command goes through `run_git` (or `git`, which also reports the exit
 status), which

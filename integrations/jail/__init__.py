@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -208,11 +208,13 @@ class Jail:
         outputs: Path | None = None,
         egress: Path | None = None,
         env: Mapping[str, str] | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run `argv` in the jail, in `cwd` (relative to the worktree).
 
         `outputs`: a host folder the command sees writable at OUTPUT_DIR.
         `egress`, `env`: the setup step's proxy folder and its variables.
+        `on_output`: given the output as it comes (process.supervise).
         """
         limits = self.limits.with_wall(timeout)
         inside = str(PurePosixPath(WORKSPACE) / cwd) if cwd != "." else WORKSPACE
@@ -231,4 +233,5 @@ class Jail:
                 on_kill=(lambda: self.backend.stop(launch.handle))
                 if launch.handle
                 else None,
+                on_output=on_output,
             )

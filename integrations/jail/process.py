@@ -94,12 +94,14 @@ def supervise(
     limits: Limits,
     cgroup: bool = True,
     on_kill: Callable[[], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> CommandResult:
     """Run `argv` under `limits` and return how it ended.
 
     `on_kill` is called, besides killing the process group and the cgroup,
     when the command is stopped early (a container backend stops its
-    container there).
+    container there). `on_output` is given each chunk of output as it is
+    read (a live log); what it raises is ignored.
     """
     group = PidsCgroup(limits.max_processes if cgroup else None)
     rlimits = limits.rlimits()
@@ -143,6 +145,9 @@ def supervise(
         with contextlib.suppress(ValueError, OSError):
             while chunk := process.stdout.read1(65536):
                 capture.add(chunk)
+                if on_output is not None:
+                    with contextlib.suppress(Exception):
+                        on_output(chunk)
                 if capture.total > KILL_AFTER_OUTPUT_BYTES:
                     runaway.set()
                     stop()

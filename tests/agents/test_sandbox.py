@@ -133,9 +133,9 @@ def test_read_write_edit_list_search(sandbox, worktree):
 
 def test_search_is_capped(sandbox, worktree):
     (worktree / "many.txt").write_text("needle\n" * 500)
-    found = sandbox.search("needle", max_matches=10)
+    found = sandbox.search("needle", limit=10)
     assert found.count("many.txt:") == 10
-    assert "stopped at 10 matches" in found
+    assert "matches 1-10 of 500; 490 more: ask for offset=10" in found
 
 
 def test_command_environment_holds_no_secret(sandbox, monkeypatch):
