@@ -47,12 +47,15 @@ CHECK_LABELS = {TEST: "test", LINT: "lint", TYPE_CHECK: "type-check"}
 
 def test_command(repository: Repository) -> str:
     """The repository's test command: its own, else CODEX_TEST_COMMANDS[full
-    name or url], else CODEX_TEST_COMMAND, else DEFAULT_TEST_COMMAND."""
+    name or url], else the detected one, else CODEX_TEST_COMMAND, else
+    DEFAULT_TEST_COMMAND."""
     per_repository = getattr(settings, "CODEX_TEST_COMMANDS", None) or {}
+    detected = getattr(repository, "detected_environment", None) or {}
     return (
         (getattr(repository, "test_command", "") or "").strip()
         or per_repository.get(repository.full_name)
         or per_repository.get(repository.url)
+        or str(detected.get("test_command") or "").strip()
         or getattr(settings, "CODEX_TEST_COMMAND", None)
         or DEFAULT_TEST_COMMAND
     )
