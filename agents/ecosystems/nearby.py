@@ -172,7 +172,12 @@ def nearby_command(worktree: Path, base: str, command: str) -> str:
     except ValueError:
         return ""
     narrowed = _narrowed(argv, worktree, changed) if argv else []
-    return shlex.join(narrowed) if narrowed else ""
+    if not narrowed:
+        return ""
+    if narrowed[: len(argv)] == argv:
+        # Only arguments added: the command as the repository wrote it, then them.
+        return f"{command.strip()} {shlex.join(narrowed[len(argv) :])}"
+    return shlex.join(narrowed)
 
 
 def failures_first(

@@ -43,7 +43,7 @@ PYTHON = {
 def test_pytest_gets_the_tests_named_after_a_changed_module(tmp_path):
     folder, base = branch_changing(tmp_path, PYTHON, {"calc/ops.py": "x = 2\n"})
     assert nearby_command(folder, base, PYTEST) == (
-        "python3 -B -m pytest -q '--junitxml={junit_xml}' "
+        "python3 -B -m pytest -q --junitxml={junit_xml} "
         "tests/test_ops.py tests/unit/ops_test.py"
     )
 
