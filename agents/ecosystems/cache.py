@@ -39,6 +39,7 @@ from django.conf import settings
 from agents.ecosystems.tree import safe_path
 from codex.core.errors import ClassifiedFailure
 from integrations.git import run_git
+from integrations.jail import WORKSPACE
 
 if TYPE_CHECKING:
     from agents.ecosystems.environment import Environment
@@ -65,7 +66,9 @@ def _fingerprint(jail: Jail) -> list[Any]:
     found = []
     for program in TOOLCHAINS:
         inside = jail.which(program)
-        if not inside or not inside.startswith("/"):
+        # The worktree's own programs (a venv, node_modules/.bin) are what the
+        # setup makes or the repository holds: the key files cover them.
+        if not inside or not inside.startswith("/") or inside.startswith(WORKSPACE):
             continue
         real = Path(os.path.realpath(inside))
         with contextlib.suppress(OSError):

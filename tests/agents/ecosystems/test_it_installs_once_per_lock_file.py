@@ -118,3 +118,26 @@ def test_only_the_most_recently_used_entries_are_kept(tmp_path, settings):
     os.utime(folder / "older", (50, 50))
     SetupCache(folder, "newest", "main").prune()
     assert sorted(p.name for p in folder.iterdir()) == ["newest", "old"]
+
+
+def test_another_build_of_a_toolchain_installs_again(
+    remote, jailed, setups, settings, tmp_path
+):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    node = tools / "node"
+    node.write_text("#!/bin/sh\necho v20\n")
+    node.chmod(0o755)
+    settings.CODEX_SANDBOX_READONLY_PATHS = [
+        *settings.CODEX_SANDBOX_READONLY_PATHS,
+        str(tools),
+    ]
+    settings.CODEX_SANDBOX_PATH = f"{tools}:{settings.CODEX_SANDBOX_PATH}"
+    project = remote(UNITTEST_PROJECT, setup_command=STAMP)
+    ready(project, jailed, "T-1")
+    ready(project, jailed, "T-2")
+    assert setups == [STAMP]
+    # The same PATH, another node behind it: what was installed may not fit.
+    node.write_text("#!/bin/sh\necho v22.1\n")
+    ready(project, jailed, "T-3")
+    assert setups == [STAMP, STAMP]
