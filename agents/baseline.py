@@ -4,7 +4,8 @@ the change, so that QA judges only what the change broke.
 Once per task and base commit (the merge base of the task's branch and the
 default branch), the repository's test, lint and type-check commands run on
 a detached worktree of that commit, in the jail, after the repository's
-setup command, exactly as QA runs them on the branch. The outcome (each
+setup (its own or the detected one, agents.ecosystems), exactly as QA runs
+them on the branch. The outcome (each
 check's status and failing test names) is cached per repository, base
 commit and commands, in Django's cache (shared by the workers), so later
 cycles and other tasks on the same base do not run them again.
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from django.core.cache import cache
 
 from agents import check_runs
+from agents.ecosystems import prepare_environment
 from agents.sandbox import Sandbox
-from agents.setup import ensure_setup
 from codex.core.errors import ClassifiedFailure
 from integrations.git import run_git
 from integrations.jail import Jail, JailUnavailable
@@ -50,7 +51,10 @@ def base_commit(worktree: Path, repository: Repository) -> str:
 
 def cache_key(repository: Repository, sha: str) -> str:
     commands = repr(check_runs.configured_commands(repository)) + repr(
-        (repository.setup_command, check_runs.check_timeout(repository))
+        (
+            repository.setup_command or repository.detected("setup_command"),
+            check_runs.check_timeout(repository),
+        )
     )
     digest = hashlib.sha256(commands.encode()).hexdigest()[:16]
     return f"codex:baseline:{repository.pk}:{sha}:{digest}"
@@ -102,7 +106,9 @@ def _run_on(
     try:
         run_git(["worktree", "add", "--detach", "--quiet", str(base), sha], worktree)
         jail = Jail.for_worktree(base, image=repository.sandbox_image)
-        if ensure_setup(jail, repository.setup_command):
+        # The base's own setup (its lock files), usually a copy from the cache.
+        jail, not_ready = prepare_environment(repository, jail, record=False)
+        if not_ready:
             return None
         sandbox = Sandbox(base, jail=jail, allowed_commands=repository.allowed_commands)
         return check_runs.run_checks(sandbox, repository)

@@ -3,9 +3,11 @@ of them (docs/domain/tasks.md#verification-report).
 
 The commands come from the repository (`Repository.test_command`,
 `lint_command`, `type_check_command`, editable in the admin and the API),
-else from the settings: CODEX_TEST_COMMANDS[full_name or url], then
-CODEX_TEST_COMMAND for tests; CODEX_LINT_COMMAND and CODEX_TYPE_CHECK_COMMAND
-for the others, which are not run when empty. A test command containing
+else from the settings: CODEX_TEST_COMMANDS[full_name or url], then the
+detected test command (agents.ecosystems), then CODEX_TEST_COMMAND for tests;
+CODEX_LINT_COMMAND and CODEX_TYPE_CHECK_COMMAND for the others, which are not
+run when empty. On a branch, the tests near the change run first as a check
+of their own (agents.ecosystems.nearby), then the whole suite. A test command containing
 `{junit_xml}` gets a path outside the worktree there; the JUnit XML the
 command writes is parsed (safely: it comes from the repository's own code,
 agents.check_reports) for counts and failing tests. Without it, pytest's
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from agents.check_reports import JUnitError, parse_junit, parse_pytest
+from agents.ecosystems.nearby import nearby_command
 from agents.tools import ToolError
 from integrations.jail import JailUnavailable
 
@@ -39,7 +42,14 @@ DEFAULT_TEST_COMMAND = (
 JUNIT_PLACEHOLDER = "{junit_xml}"
 # The checks, in the order they run and are reported.
 TEST, LINT, TYPE_CHECK = "test", "lint", "type_check"
-CHECK_LABELS = {TEST: "test", LINT: "lint", TYPE_CHECK: "type-check"}
+# The tests near the change: run before the whole suite, which includes them.
+NEARBY = "test_nearby"
+CHECK_LABELS = {
+    NEARBY: "tests near the change",
+    TEST: "test",
+    LINT: "lint",
+    TYPE_CHECK: "type-check",
+}
 
 
 # -- which commands ----------------------------------------------------------
@@ -47,12 +57,15 @@ CHECK_LABELS = {TEST: "test", LINT: "lint", TYPE_CHECK: "type-check"}
 
 def test_command(repository: Repository) -> str:
     """The repository's test command: its own, else CODEX_TEST_COMMANDS[full
-    name or url], else CODEX_TEST_COMMAND, else DEFAULT_TEST_COMMAND."""
+    name or url], else the detected one, else CODEX_TEST_COMMAND, else
+    DEFAULT_TEST_COMMAND."""
     per_repository = getattr(settings, "CODEX_TEST_COMMANDS", None) or {}
+    detected = getattr(repository, "detected_environment", None) or {}
     return (
         (getattr(repository, "test_command", "") or "").strip()
         or per_repository.get(repository.full_name)
         or per_repository.get(repository.url)
+        or str(detected.get("test_command") or "").strip()
         or getattr(settings, "CODEX_TEST_COMMAND", None)
         or DEFAULT_TEST_COMMAND
     )
@@ -146,13 +159,17 @@ def _check_sandbox(sandbox: Sandbox, seconds: int) -> Sandbox:
 
 
 def run_checks(sandbox: Sandbox, repository: Repository) -> list[CheckRun]:
-    """Run every configured command in the sandbox, the tests first, each
-    within the repository's check timeout."""
+    """Run every configured command in the sandbox, each within the
+    repository's check timeout: the tests near the branch's change first
+    (when its runner can be narrowed to them), then the whole suite, then
+    the others."""
     checking = _check_sandbox(sandbox, check_timeout(repository))
-    return [
-        run_check(checking, kind, command)
-        for kind, command in configured_commands(repository)
-    ]
+    commands = configured_commands(repository)
+    base = f"origin/{getattr(repository, 'default_branch', '') or 'main'}"
+    nearby = nearby_command(sandbox.root, base, commands[0][1])
+    if nearby:
+        commands.insert(0, (NEARBY, nearby))
+    return [run_check(checking, kind, command) for kind, command in commands]
 
 
 def commands_note(repository: Repository) -> str:

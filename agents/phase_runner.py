@@ -20,6 +20,7 @@ escalates without starting another; a run starts with what the task has left.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,14 +31,15 @@ from agents.budgets import Budget, TaskBudget
 from agents.check_runs import commands_note
 from agents.claude import claude_client
 from agents.domain_tools import HUMAN_QUESTIONS, domain_tools
+from agents.ecosystems import prepare_environment
 from agents.instances import begin_phase_instance, end_phase_instance
+from agents.live_output import OutputStream
 from agents.prompts import system_blocks
 from agents.roles import Role, RoleContext, role_for
 from agents.roles.base import Step, task_prompt
 from agents.run_outcome import RunOutcome
 from agents.runtime import BUDGET_ESCALATION_CODE, run_agent
 from agents.sandbox import Sandbox
-from agents.setup import ensure_setup
 from agents.tools import ToolRecord
 from codex.fleet.models import RunCheckpoint
 from codex.repositories.forge import Forge, get_forge
@@ -76,6 +78,18 @@ def prepare_worktree(task: Task, forge: Forge, branch: str) -> Path:
     )
     fast_forward(worktree, branch)
     return worktree
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """What the runner holds through a step, beside the role's Step: the
+    model client, the task's budget, the live output of its commands and the
+    checkpoint its run resumes (if any)."""
+
+    client: Any
+    task_budget: TaskBudget
+    output: OutputStream
+    checkpoint: RunCheckpoint | None
 
 
 class AgentPhaseRunner:
@@ -144,14 +158,26 @@ class AgentPhaseRunner:
                 f"the model asked to wait; the run resumes in {wait.seconds + 1}s",
                 retry_after=wait,
             )
-        not_ready = self._jail(step)
+        frame = _Frame(
+            client, task_budget, OutputStream(task.pk, role.name), checkpoint
+        )
+        try:
+            return self._with_sandbox(step, role, frame)
+        finally:
+            frame.output.close()
+
+    def _with_sandbox(self, step: Step, role: Role, frame: _Frame) -> PhaseResult:
+        """The step once the worktree is ready: the jail, the role's
+        preparation, the agent's run and what the role makes of it."""
+        task = step.task
+        not_ready = self._jail(step, role, frame.output)
         if not_ready is not None:
             return not_ready
         step.documents = Artifact.latest_of(task.pk, role.documents)
         prepared = role.prepare(step)
         if isinstance(prepared, PhaseResult):
             return prepared
-        outcome = self._agent(step, role, client, task_budget, prepared, checkpoint)
+        outcome = self._agent(step, role, frame, prepared)
         step.context.charge(outcome.metrics)  # answers to questions between roles
         if not role.writes:
             self._reset_after_read_only_run(task, role, step.worktree)
@@ -163,17 +189,11 @@ class AgentPhaseRunner:
         return result
 
     def _agent(
-        self,
-        step: Step,
-        role: Role,
-        client: Any,
-        task_budget: TaskBudget,
-        prepared: str,
-        checkpoint: RunCheckpoint | None,
+        self, step: Step, role: Role, frame: _Frame, prepared: str
     ) -> RunOutcome:
         """The role's agent at work, from its checkpoint when it has one;
         `prepared` is what the role's `prepare` said."""
-        task, sandbox = step.task, step.sandbox
+        task, sandbox, checkpoint = step.task, step.sandbox, frame.checkpoint
         resume = None
         if checkpoint is not None:
             sandbox.files_changed.update(checkpoint.files_written)
@@ -186,7 +206,7 @@ class AgentPhaseRunner:
             )
         given: set[int] = set()  # people's messages delivered to this run
         outcome = run_agent(
-            client,
+            frame.client,
             system=self._system(step, role),
             prompt=self._prompt(step, role, prepared, given),
             result_schema=role.result_schema(step),
@@ -195,7 +215,7 @@ class AgentPhaseRunner:
                 *domain_tools(step.context),
                 *role.tools(step),
             ],
-            budget=task_budget.apply(Budget.from_settings(role.name)),
+            budget=frame.task_budget.apply(Budget.from_settings(role.name)),
             on_tool=lambda record: self._record_tool(task, role, record),
             thinking=thinking_for(role.name),
             effort=effort_for(role.name),
@@ -211,9 +231,10 @@ class AgentPhaseRunner:
         return outcome
 
     @staticmethod
-    def _jail(step: Step) -> PhaseResult | None:
+    def _jail(step: Step, role: Role, output: OutputStream) -> PhaseResult | None:
         """The step's sandbox: the worktree in the jail, the repository's
-        setup run; an escalation when commands cannot run there."""
+        setup run; an escalation when commands cannot run there. `output`
+        takes the commands' output as it comes, for the live page."""
         repository = step.repository
         try:
             jail = Jail.for_worktree(step.worktree, image=repository.sandbox_image)
@@ -222,11 +243,17 @@ class AgentPhaseRunner:
             return PhaseResult.escalate(
                 f"agents' commands cannot run: {exc.reason}. Fix: {exc.fix}"
             )
-        not_ready = ensure_setup(jail, repository.setup_command, repository.setup_hosts)
+        # The repository's setup, or what its files call for when it names
+        # none (agents.ecosystems); the jail it returns carries its variables.
+        jail, not_ready = prepare_environment(repository, jail)
         if not_ready:
             return PhaseResult.escalate(not_ready)
         step.sandbox = Sandbox(
-            step.worktree, jail=jail, allowed_commands=repository.allowed_commands
+            step.worktree,
+            jail=jail,
+            allowed_commands=repository.allowed_commands,
+            role=role.name,
+            on_output=output,
         )
         # The files the developer's tools wrote: only new files among them
         # are committed (agents.worktree_hygiene).

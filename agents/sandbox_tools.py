@@ -7,7 +7,8 @@ command tool is bounded by the jail's own (agents.shell).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from agents.edits import MAX_SNIPPET_LINES
 from agents.files import SKIPPED_NAMES
@@ -20,8 +21,21 @@ from agents.reading import (
 from agents.search import MAX_PAGE_SIZE, PAGE_SIZE, REGEX_DIALECT
 from agents.tools import Tool, _schema
 
-if TYPE_CHECKING:
-    from agents.sandbox import Sandbox
+
+class Toolbox(Protocol):
+    """What the tools call: a sandbox's methods (agents.sandbox.Sandbox)."""
+
+    tool_timeout: float | None
+    list_files: Callable[..., Any]
+    read_file: Callable[..., Any]
+    search: Callable[..., Any]
+    write_file: Callable[..., Any]
+    edit_file: Callable[..., Any]
+    multi_edit: Callable[..., Any]
+    delete_file: Callable[..., Any]
+    move_file: Callable[..., Any]
+    _command_tool: Callable[..., Any]
+
 
 REGULAR_ONLY = "Named pipes, sockets and devices are refused."
 SKIPPED = ", ".join(sorted(SKIPPED_NAMES))
@@ -46,7 +60,7 @@ def _page(default: int, most: int) -> dict[str, dict[str, object]]:
     }
 
 
-def sandbox_tools(sandbox: Sandbox) -> list[Tool]:
+def sandbox_tools(sandbox: Toolbox) -> list[Tool]:
     """The tools of `sandbox`, bound to it."""
     limit = sandbox.tool_timeout
     timed = f"A call stops after {limit:g}s."

@@ -8,7 +8,8 @@ command, with the longer CODEX_SANDBOX_SETUP_TIMEOUT. A marker in the
 worktree's git folder (out of the jail's reach) records the command that
 succeeded; a changed command runs again. What it creates (a `.venv`,
 `node_modules`) is added to the repository's exclude file so that it never
-reaches a commit.
+reaches a commit. With a `cache` (agents.ecosystems.cache), a fresh worktree
+gets a copy of what the same setup made before instead of running it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 
@@ -24,17 +25,39 @@ from integrations.git import run_git
 from integrations.jail import Jail
 from integrations.jail.egress import EgressProxy, proxy_environment, wrapped_command
 
+
+class SetupStore(Protocol):
+    """Where what a setup made is kept for the next fresh worktree
+    (agents.ecosystems.cache.SetupCache)."""
+
+    key: str
+
+    def restore(self, worktree: Path) -> list[str] | None: ...
+
+    def untracked(self, worktree: Path) -> set[str]: ...
+
+    def store(self, worktree: Path, before: set[str]) -> None: ...
+
+
 MARKER = "codex-setup"
 SHOWN_OUTPUT = 4000
 
 
 def ensure_setup(
-    jail: Jail, command: str, hosts: list[str] | None = None, **proxy: Any
+    jail: Jail,
+    command: str,
+    hosts: list[str] | None = None,
+    *,
+    cache: SetupStore | None = None,
+    **proxy: Any,
 ) -> str:
     """Run `command` in `jail` unless it already succeeded in this worktree.
 
     `hosts`: the only hosts it may reach (HTTPS through egress.EgressProxy);
-    none: no network at all. `proxy`: the proxy's test seams.
+    none: no network at all. `cache`: where a fresh worktree finds what the
+    same setup made before, and where a run in one keeps it (a changed key,
+    such as a changed lock file, runs the setup again). `proxy`: the proxy's
+    test seams.
 
     Returns "" when the worktree is ready, else why it is not (for a person:
     the command failed, or timed out, with the end of its output).
@@ -45,9 +68,20 @@ def ensure_setup(
     worktree = jail.worktree
     marker = _git_path(worktree, "--absolute-git-dir") / MARKER
     key = f"{command}\n{' '.join(sorted(hosts or []))}"
+    if cache is not None:
+        key += f"\n{cache.key}"
     digest = hashlib.sha256(key.encode()).hexdigest()
     if marker.is_file() and marker.read_text().strip() == digest:
         return ""
+    # What was there before, when a fresh worktree's setup may fill the cache.
+    snapshot: set[str] | None = None
+    if cache is not None and not marker.exists():
+        restored = cache.restore(worktree)
+        if restored is not None:
+            _exclude(worktree, restored)
+            marker.write_text(digest + "\n")
+            return ""
+        snapshot = cache.untracked(worktree)
     before = _untracked(worktree)
     timeout = settings.CODEX_SANDBOX_SETUP_TIMEOUT
     longer = dataclasses.replace(
@@ -78,6 +112,8 @@ def ensure_setup(
             f"Its output:\n{result.output[-SHOWN_OUTPUT:]}"
         )
     _exclude(worktree, sorted(_untracked(worktree) - before))
+    if cache is not None and snapshot is not None:
+        cache.store(worktree, snapshot)
     marker.write_text(digest + "\n")
     return ""
 

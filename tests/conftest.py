@@ -62,6 +62,8 @@ def _isolated_settings(settings, tmp_path):
     # Commands run in the jail see this venv (and the Python it was made from)
     # read-only: the test projects' pytest is there.
     settings.CODEX_SANDBOX_READONLY_PATHS = TOOLCHAIN_PATHS
+    # Setups made in one test are never copied into another's worktree.
+    settings.CODEX_SETUP_CACHE_ROOT = str(tmp_path / "setup-cache")
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {

@@ -11,7 +11,9 @@ check adds a failure entry and, unless CODEX_QA_CHECKS_BLOCK is off, makes
 the recommendation request_changes like a failing test always does. A
 criterion the agent marks met whose evidence names a test that failed in the
 real run is overruled (status failed). What already failed on the base
-commit is reported as pre-existing, not the change's (agents.baseline).
+commit is reported as pre-existing, not the change's (agents.baseline). The
+tests near the change run first (agents.ecosystems.nearby): the agent reads
+them first, their failures lead the report's, and the whole suite decides.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from agents.check_runs import (  # noqa: F401 (the checks themselves, re-exporte
     DEFAULT_TEST_COMMAND,
     JUNIT_PLACEHOLDER,
     LINT,
+    NEARBY,
     TEST,
     TYPE_CHECK,
     CheckRun,
@@ -50,6 +53,7 @@ from agents.check_runs import (  # noqa: F401 (the checks themselves, re-exporte
     test_results,
     unrunnable,
 )
+from agents.ecosystems.nearby import failures_first
 from agents.prompts import untrusted
 from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
 from codex.tasks.runners import PhaseResult
@@ -143,7 +147,7 @@ def check_summary(check: CheckRun) -> dict[str, Any]:
     }
     if check.not_run:
         summary["reason"] = check.not_run
-    if check.kind == TEST:
+    if check.kind in (TEST, NEARBY):
         summary["results_from"] = "junit_xml" if check.junit is not None else "output"
         if check.junit_note:
             summary["junit_note"] = check.junit_note
@@ -207,10 +211,19 @@ def _outcome(checks: list[CheckRun], baseline: dict[str, Any] | None) -> _Outcom
     base = (baseline or {}).get("checks") or {}
     test = next((c for c in checks if c.kind == TEST), None)
     run = test_results(test)
+    nearby = next((c for c in checks if c.kind == NEARBY), None)
+    if nearby is not None and test is not None and not test.ok:
+        named = [
+            f for f in test_results(nearby)["failures"] if f["name"] != nearby.command
+        ]
+        run["failures"] = failures_first(run["failures"], named)
     tests_ok = test is not None and not is_new_problem(test, base.get(TEST))
     _mark_pre_existing(run["failures"], test, tests_ok, base.get(TEST))
+    # The whole suite judges the tests near the change too.
     others_failed = [
-        c for c in checks if c.kind != TEST and is_new_problem(c, base.get(c.kind))
+        c
+        for c in checks
+        if c.kind not in (TEST, NEARBY) and is_new_problem(c, base.get(c.kind))
     ]
     return _Outcome(checks, test, run, tests_ok, others_failed)
 
@@ -279,7 +292,7 @@ def _pre_existing_failures(outcome: _Outcome) -> list[str]:
     known += [
         f"{CHECK_LABELS.get(c.kind, c.kind)}: {c.command}"
         for c in outcome.checks
-        if c.kind != TEST and not c.ok and c not in outcome.others_failed
+        if c.kind not in (TEST, NEARBY) and not c.ok and c not in outcome.others_failed
     ]
     return known
 

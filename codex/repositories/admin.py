@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.utils.html import format_html, format_html_join
 
 from codex.repositories.models import (
     LocalComment,
@@ -15,6 +16,12 @@ URL_HELP = (
     "its default branch to it); Codex pushes its branches there and keeps the "
     "pull requests itself."
 )
+# The blank fields detection fills, and the detected value each shows.
+DETECTED_FIELDS = {
+    "test_command": "test_command",
+    "setup_command": "setup_command",
+    "setup_network_hosts": "setup_hosts",
+}
 
 
 @admin.register(Repository)
@@ -29,12 +36,19 @@ class RepositoryAdmin(admin.ModelAdmin):
     ]
     list_filter = ["forge", "accepts_tasks", "registered_on_first_use"]
     search_fields = ["url"]
-    readonly_fields = ["registered_on_first_use", "created_at"]
+    readonly_fields = ["registered_on_first_use", "created_at", "detected"]
     fieldsets = [
         (None, {"fields": ["url", "default_branch", "accepts_tasks"]}),
         (
             "Verification commands (run by QA in the task's worktree)",
-            {"fields": ["test_command", "lint_command", "type_check_command"]},
+            {
+                "fields": [
+                    "detected",
+                    "test_command",
+                    "lint_command",
+                    "type_check_command",
+                ]
+            },
         ),
         (
             "Command jail (docs/jail.md)",
@@ -55,9 +69,36 @@ class RepositoryAdmin(admin.ModelAdmin):
     ]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        """The model form, with how to write each kind of repository URL."""
-        kwargs["help_texts"] = {"url": URL_HELP, **kwargs.get("help_texts", {})}
+        """The model form, with how to write each kind of repository URL and,
+        beside each blank field detection fills, what it detected."""
+        help_texts = {"url": URL_HELP, **kwargs.get("help_texts", {})}
+        for name, key in DETECTED_FIELDS.items():
+            value = obj.detected(key) if obj is not None else ""
+            if value and not getattr(obj, name):
+                base = Repository._meta.get_field(name).help_text
+                help_texts[name] = f"Detected: {value} (used while blank). {base}"
+        kwargs["help_texts"] = help_texts
         return super().get_form(request, obj, change, **kwargs)
+
+    @admin.display(description="Detected environment")
+    def detected(self, obj: Repository) -> str:
+        """What Codex found at the last commit it looked at (docs/jail.md)."""
+        found = obj.detected_environment or {}
+        ecosystems = found.get("ecosystems") or []
+        if not ecosystems:
+            return "nothing detected yet (detection runs at a task's first step)"
+        rows = [
+            ("ecosystems", ", ".join(str(e.get("name")) for e in ecosystems)),
+            ("setup", obj.detected("setup_command") or "nothing to install"),
+            ("setup hosts", obj.detected("setup_hosts") or "none"),
+            ("test", obj.detected("test_command") or "none"),
+            ("at commit", obj.detected_at_commit[:12]),
+        ]
+        rows += [("note", str(note)) for note in found.get("notes") or []]
+        return format_html(
+            "<dl>{}</dl>",
+            format_html_join("", "<dt>{}</dt><dd><code>{}</code></dd>", rows),
+        )
 
 
 @admin.register(LocalPullRequest)

@@ -164,8 +164,9 @@ class Repository(models.Model):
         max_length=COMMAND_MAX_LENGTH,
         blank=True,
         validators=[validate_command],
-        help_text="Blank: CODEX_TEST_COMMAND. `{junit_xml}` in it is replaced by "
-        "a file path for JUnit XML, e.g. pytest -q --junitxml={junit_xml}.",
+        help_text="Blank: the detected test command (shown below), else "
+        "CODEX_TEST_COMMAND. `{junit_xml}` in it is replaced by a file path for "
+        "JUnit XML, e.g. pytest -q --junitxml={junit_xml}.",
     )
     lint_command = models.CharField(
         max_length=COMMAND_MAX_LENGTH,
@@ -195,18 +196,24 @@ class Repository(models.Model):
         validators=[validate_setup_command],
         help_text="A bash command line run once per worktree, in the jail, before "
         "the first agent (e.g. python3 -m venv .venv && .venv/bin/pip install "
-        "-e .[test], or npm ci). No network: use what the toolchains and the "
-        "worktree hold. What it creates is kept out of commits.",
+        "-e .[test], or npm ci). Blank: the detected setup (shown below), with "
+        "its registry's hosts. What it creates is kept out of commits and "
+        "cached per lock file.",
     )
     setup_network_hosts = models.CharField(
         max_length=COMMAND_MAX_LENGTH,
         blank=True,
         validators=[validate_network_hosts],
-        help_text="Blank: the setup command has no network. Otherwise the host "
-        "names it may reach over HTTPS, space-separated (e.g. pypi.org "
-        "files.pythonhosted.org registry.npmjs.org). Agents' commands never "
-        "have a network.",
+        help_text="The host names the setup command may reach over HTTPS, "
+        "space-separated (e.g. pypi.org files.pythonhosted.org "
+        "registry.npmjs.org). Blank: the detected setup reaches its registry's "
+        "hosts; a setup command of the repository's own has no network. Agents' "
+        "commands never have a network.",
     )
+    # What Codex detected at the last commit it looked at (agents.ecosystems):
+    # shown to operators, and what a blank field above falls back to.
+    detected_environment = models.JSONField(default=dict, blank=True, editable=False)
+    detected_at_commit = models.CharField(max_length=64, blank=True, editable=False)
     sandbox_image = models.CharField(
         max_length=200,
         blank=True,
@@ -276,6 +283,12 @@ class Repository(models.Model):
             return allowed_host_list(self.setup_network_hosts)
         except ValueError:
             return []  # refused by the form; a raw bad value opens nothing
+
+    def detected(self, key: str) -> str:
+        """One detected value as text ("" when nothing was detected):
+        setup_command, setup_hosts, test_command, runner."""
+        value = (self.detected_environment or {}).get(key) or ""
+        return " ".join(value) if isinstance(value, list) else str(value)
 
     @property
     def allowed_commands(self) -> list[str] | None:

@@ -4,6 +4,7 @@ and type checks."""
 from __future__ import annotations
 
 from codex.env import env_bool, env_choice, env_int, env_list, env_pairs, env_str
+from codex.settings.base import VAR_DIR
 
 # How agents run commands in a task's worktree: PATH for the sandbox (the
 # test tools must be on it), the test command (per repository full_name or url
@@ -38,6 +39,10 @@ CODEX_SANDBOX_MAX_FILE_MB = env_int("CODEX_SANDBOX_MAX_FILE_MB", 512, minimum=1)
 CODEX_SANDBOX_SETUP_TIMEOUT = env_int(
     "CODEX_SANDBOX_SETUP_TIMEOUT", 900, minimum=10, maximum=7200
 )
+# What a setup made, kept per repository and key files so that the next
+# worktree gets a copy instead of installing again (docs/jail.md); empty: off.
+CODEX_SETUP_CACHE_ROOT = env_str("CODEX_SETUP_CACHE_ROOT", str(VAR_DIR / "toolchains"))
+CODEX_SETUP_CACHE_KEEP = env_int("CODEX_SETUP_CACHE_KEEP", 3, minimum=1)
 # The container backends' image when a repository names none.
 CODEX_SANDBOX_IMAGE = env_str("CODEX_SANDBOX_IMAGE", "python:3.11-slim-bookworm")
 # Host folders bound read-only into the jail at their own path (toolchains,

@@ -11,7 +11,7 @@ never lets raw HTML or script URLs through.
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_safe
 
 from codex.accounts.decorators import allowed_to
@@ -30,10 +31,16 @@ from codex.accounts.permissions import (
     visible_tasks,
 )
 from codex.events.models import Event
-from codex.fleet.models import AgentRun
+from codex.fleet.models import AgentRun, LiveOutput
 from codex.tasks import dashboard as dashboard_queries
 from codex.tasks.forms import EscalationAnswerForm, TaskRequestForm, new_form_token
-from codex.tasks.models import Artifact, CreatedBy, IdempotencyMismatch, Task
+from codex.tasks.models import (
+    Artifact,
+    CreatedBy,
+    IdempotencyMismatch,
+    Status,
+    Task,
+)
 from codex.tasks.page_actions import may_answer, page_actions
 from codex.tasks.page_people import people_context
 from codex.tasks.page_phases import held_since, phase_rows
@@ -143,11 +150,24 @@ def _status_context(task: Task, user) -> dict[str, Any]:
         "open_escalation": task.escalations.open().first()
         if sees_escalations(user)
         else None,
+        "live_output": _live_output(task, user),
         # Written by workers from forge answers: link it only if it is a web URL.
         "pr_link": task.pr_url
         if task.pr_url.startswith(("https://", "http://"))
         else "",
     }
+
+
+LIVE_OUTPUT_FRESH = timedelta(minutes=10)
+
+
+def _live_output(task: Task, user) -> LiveOutput | None:
+    """The output of the command an agent is running, for the team, while
+    the task works (docs/domain/fleet.md#live-output)."""
+    if task.status != Status.IN_PROGRESS or not sees_escalations(user):
+        return None
+    since = timezone.now() - LIVE_OUTPUT_FRESH
+    return LiveOutput.objects.filter(task=task, updated_at__gte=since).first()
 
 
 def _answer_form(task: Task, user) -> EscalationAnswerForm | None:

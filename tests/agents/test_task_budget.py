@@ -126,6 +126,10 @@ def test_the_runner_hands_the_agent_what_is_left(settings, monkeypatch):
     monkeypatch.setattr(
         "agents.phase_runner.prepare_worktree", lambda task, forge, branch: "/tmp"
     )
+    # /tmp is no repository: nothing to detect or set up there.
+    monkeypatch.setattr(
+        "agents.phase_runner.prepare_environment", lambda repository, jail: (jail, "")
+    )
     with pytest.raises(RuntimeError, match="stop here"):
         AgentPhaseRunner()._run(task, _intake_role(), client=None)
 

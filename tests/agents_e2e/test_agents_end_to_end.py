@@ -157,14 +157,23 @@ def test_a_failing_test_sends_the_task_back_with_the_failure(
     assert report.failures[0]["file"] == "test_mul.py"
     assert report.failures[0]["line"] == 5
     assert "assert 5 == 6" in report.failures[0]["error"]
+    # The tests near the change (the changed test file, and the test named
+    # after the changed module) ran first, then the whole suite.
     assert report.feedback["checks"] == [
+        {
+            "kind": "test_nearby",
+            "command": f"{agent_settings.CODEX_TEST_COMMAND} test_mul.py test_calc.py",
+            "status": "failed",
+            "exit_code": 1,
+            "results_from": "junit_xml",
+        },
         {
             "kind": "test",
             "command": agent_settings.CODEX_TEST_COMMAND,
             "status": "failed",
             "exit_code": 1,
             "results_from": "junit_xml",
-        }
+        },
     ]
     feedback = task.feedback_history["verification"][0]["feedback"]
     assert "test_mul" in " ".join(feedback["items"])

@@ -170,21 +170,25 @@ def test_a_run_whose_worker_died_resumes_with_its_earlier_turns(
     task = make_task(repository, title="Add multiplication")
     assert steps(task, 2)[-1] == "in_progress/implementation"
 
-    from agents import sandbox as sandbox_module
+    from agents.phase_runner import AgentPhaseRunner
 
-    listed = sandbox_module.Sandbox.list_files
+    recorded = AgentPhaseRunner._record_tool
 
-    def dies(self, *args, **kwargs):
-        raise WorkerKilled
+    def dies_at_list_files(task, role, record):
+        if record.tool == "list_files":
+            raise WorkerKilled
+        recorded(task, role, record)
 
-    monkeypatch.setattr(sandbox_module.Sandbox, "list_files", dies)
+    monkeypatch.setattr(
+        AgentPhaseRunner, "_record_tool", staticmethod(dies_at_list_files)
+    )
     with pytest.raises(WorkerKilled):
         advance_task(task.task_id)
     checkpoint = RunCheckpoint.objects.get(task=task, role="developer")
     assert checkpoint.turns == 1 and checkpoint.files_written == ["calc.py"]
 
     # Another worker takes the task once the dead one's lease runs out.
-    monkeypatch.setattr(sandbox_module.Sandbox, "list_files", listed)
+    monkeypatch.setattr(AgentPhaseRunner, "_record_tool", staticmethod(recorded))
     put_in_state(task, lease_holder=None, lease_expires_at=None)
     before = len(stub.bodies)
     stub.add(

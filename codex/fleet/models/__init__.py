@@ -20,6 +20,7 @@ from codex.fleet.models.instance_queryset import (
     MAX_PARALLEL_CODING,
     ParallelLimitReached,
 )
+from codex.fleet.models.live_output import LiveOutput
 from codex.fleet.models.relationship import InstanceRelationship
 from codex.fleet.models.run import AgentRun, new_session_id, running_step, step_run
 
@@ -31,6 +32,7 @@ __all__ = [
     "InstanceRelationship",
     "InstanceStatus",
     "InstanceType",
+    "LiveOutput",
     "MAX_PARALLEL_CODING",
     "ParallelLimitReached",
     "RelationshipType",

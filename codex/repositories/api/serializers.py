@@ -26,6 +26,8 @@ class RepositorySerializer(StrictInputMixin, serializers.ModelSerializer):
             "test_command",
             "lint_command",
             "type_check_command",
+            "detected_environment",
+            "detected_at_commit",
             "registered_on_first_use",
             "created_at",
         ]
@@ -33,6 +35,8 @@ class RepositorySerializer(StrictInputMixin, serializers.ModelSerializer):
             "id",
             "full_name",
             "forge",
+            "detected_environment",
+            "detected_at_commit",
             "registered_on_first_use",
             "created_at",
         ]
