@@ -23,10 +23,13 @@ if TYPE_CHECKING:
     from codex.tasks.runners import PhaseResult
 
 COMMON_RULES = """\
-You work inside the task's git worktree through tools: list_files, read_file,
-search, bash and, for the developer only, write_file, edit_file, delete_file
-and move_file (every other role reads and checks; whatever its shell changes
-is reset after its run). bash is a shell in an isolated jail: the worktree is
+You work inside the task's git worktree through tools: list_files and search
+(paged: ask for the next offset), read_file (a line range of a large file),
+bash and, for the developer only, write_file, edit_file, multi_edit (many
+edits to one file at once), delete_file and move_file, which answer with the
+changed lines and a syntax check (every other role reads and checks; whatever
+its shell changes is reset after its run). A long command (a build, a whole
+test suite) may ask bash for a longer timeout. bash is a shell in an isolated jail: the worktree is
 the current folder and the only writable place, there is no network and no
 secret, git is not available: Codex commits for you. Where a
 repository restricts commands, run_command replaces bash (its listed programs

@@ -42,7 +42,7 @@ def test_the_rules_name_which_roles_have_the_status_tools():
     rules = flat(COMMON_RULES)
     assert "request_review" not in rules and "create_pr" not in rules
     assert "QA and the reviewer have send_feedback(feedback)" in rules
-    assert "for the developer only, write_file, edit_file, delete_file" in rules
+    assert "for the developer only, write_file, edit_file, multi_edit" in rules
 
 
 @pytest.mark.django_db
