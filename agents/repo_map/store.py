@@ -1,0 +1,166 @@
+"""The map's two caches, under one folder (VAR_DIR/repo_map by default).
+
+- `tags-v<n>.sqlite3`: each file's tags by blob id and language. A blob id
+  names a content, so the entry serves every commit, branch and clone that
+  holds the same file: a new commit parses only the files it changed.
+- `maps/`: the finished text of a map, by commit, budget and focus. A commit
+  id names its whole tree, so the repository need not be part of the key.
+
+Both are only caches: an unreadable or broken one is set aside and the map is
+built without it, never failing the agent's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from agents.repo_map.tags import (
+    VERSION,
+    Definition,
+    Tags,
+    dumps_outline,
+    loads_outline,
+)
+
+logger = logging.getLogger(__name__)
+
+# Finished maps unread for this long are removed when a new one is written.
+MAP_MAX_AGE_SECONDS = 14 * 24 * 3600
+_CHUNK = 900  # keys per query, under SQLite's oldest limit of host parameters
+
+
+class TagStore:
+    """Tags by "<blob id>:<language>": the names a file defines and refers to
+    (read for every file, to rank) apart from its outline (read only for the
+    files shown)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / f"tags-v{VERSION}.sqlite3"
+        self._connection: sqlite3.Connection | None = None
+
+    def __enter__(self) -> TagStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=30)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS tags (key TEXT PRIMARY KEY, "
+                "names TEXT, refs TEXT, outline BLOB)"
+            )
+            self._connection = connection
+        return self._connection
+
+    def names_and_references(
+        self, keys: Sequence[str]
+    ) -> dict[str, tuple[list[str], list[str]]]:
+        return {
+            key: (names.split("\n") if names else [], refs.split("\n") if refs else [])
+            for key, names, refs in self._select("key, names, refs", keys)
+        }
+
+    def outlines(self, keys: Sequence[str]) -> dict[str, list[Definition]]:
+        return {
+            key: loads_outline(data) for key, data in self._select("key, outline", keys)
+        }
+
+    def _select(self, columns: str, keys: Sequence[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        try:
+            connection = self._connect()
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows += connection.execute(
+                    f"SELECT {columns} FROM tags WHERE key IN ({marks})",  # noqa: S608 - our own columns, placeholders
+                    chunk,
+                )
+        except sqlite3.Error:
+            self._set_aside()
+        return rows
+
+    def put_many(self, items: Iterable[tuple[str, Tags]]) -> None:
+        rows = [
+            (
+                key,
+                "\n".join(found.names),
+                "\n".join(found.references),
+                dumps_outline(found.outline),
+            )
+            for key, found in items
+        ]
+        if not rows:
+            return
+        try:
+            connection = self._connect()
+            with connection:
+                connection.executemany(
+                    "INSERT OR REPLACE INTO tags (key, names, refs, outline) "
+                    "VALUES (?, ?, ?, ?)",
+                    rows,
+                )
+        except sqlite3.Error:
+            self._set_aside()
+
+    def _set_aside(self) -> None:
+        logger.warning(
+            "repository map: the tag cache %s is unusable; set aside", self.path
+        )
+        self.__exit__()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.replace(f"{self.path}{suffix}", f"{self.path}{suffix}.broken")
+
+
+class MapStore:
+    """Finished maps, one small file each."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder / "maps"
+
+    def _file(self, key: str) -> Path:
+        return self.folder / f"{key}.txt"
+
+    def get(self, key: str) -> str | None:
+        file = self._file(key)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(file)  # read now: kept another MAP_MAX_AGE_SECONDS
+        return text
+
+    def put(self, key: str, text: str) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(temporary, self._file(key))
+            self._prune()
+        except OSError:
+            logger.warning("repository map: cannot keep a map in %s", self.folder)
+
+    def _prune(self) -> None:
+        horizon = time.time() - MAP_MAX_AGE_SECONDS
+        with os.scandir(self.folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_mtime < horizon:
+                        os.unlink(entry.path)
