@@ -63,3 +63,8 @@ CODEX_AGENT_TOOL_OUTPUT_CHARS = env_int(
 CODEX_AGENT_CONTEXT_CHARS = env_int(
     "CODEX_AGENT_CONTEXT_CHARS", 400_000, minimum=50_000
 )
+# The repository map in the planner's and the developer's context
+# (agents/repo_map): its size in tokens; 0 leaves it out.
+CODEX_AGENT_REPO_MAP_TOKENS = env_int(
+    "CODEX_AGENT_REPO_MAP_TOKENS", 2000, minimum=0, maximum=50_000
+)
