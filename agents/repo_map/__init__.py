@@ -37,6 +37,7 @@ __all__ = ["Built", "build", "repository_map"]
 
 logger = logging.getLogger(__name__)
 CHARS_PER_TOKEN = 4
+STORE_BATCH = 2000  # parsed files written to the tag cache at a time
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,9 @@ def build(
     folder = Path(cache_dir) if cache_dir is not None else _default_folder()
     sha = files_module.resolve_commit(root, commit)
     focus = sorted({str(f) for f in focus})
-    key = _map_key(sha, budget_tokens, focus)
+    map_key = _map_key(sha, budget_tokens, focus)
     maps = MapStore(folder)
-    text = maps.get(key)
+    text = maps.get(map_key)
     if text is not None:
         return Built(text, sha, files=0, parsed=0, cached=True)
 
@@ -103,44 +104,60 @@ def build(
     with TagStore(folder) as store:
         known = store.names_and_references(keys)
         missing = [e for e, k in zip(entries, keys, strict=True) if k not in known]
-        reading = _Reading(root, missing)
-        fresh = parsing.parse_all(reading.jobs(), len(missing))
-        store.put_many(fresh.items())
-        exact = reading.exact and all(k in fresh for k in reading.read.values())
+        reading = _Reading(root, missing, known)
+        # Outlines go to the store as they come (a first map of a large
+        # repository would otherwise hold hundreds of MB of them); they stay
+        # in memory only when the store cannot keep them.
+        kept_here: dict[str, bytes] = {}
+        batch: list[tuple[str, tags.Row]] = []
+        parsed = 0
+        for key, found in parsing.parse_all(reading.jobs(), len(missing)):
+            parsed += 1
+            known[key] = (tags.split(found[1]), tags.split(found[2]))
+            batch.append((key, found))
+            if len(batch) >= STORE_BATCH:
+                _keep(store, batch, kept_here)
+        _keep(store, batch, kept_here)
+        exact = reading.exact and all(k in known for k in reading.read.values())
         # Each file's key: of what the commit holds, or of what was read.
         for index, entry in enumerate(entries):
             keys[index] = reading.read.get(entry.path, keys[index])
         names, references = [], []
         for k in keys:
-            found = fresh.get(k)
-            if found is not None:
-                names.append(found.names)
-                references.append(found.references)
-            else:
-                defined, counts = known.get(k, ([], {}))
-                names.append(defined)
-                references.append(counts)
+            defined, referred = known.get(k, ((), ()))
+            names.append(defined)
+            references.append(referred)
 
         def outline_of(index: int) -> list[tags.Definition]:
-            found = fresh.get(keys[index])
-            if found is not None:
-                return found.outline
-            return store.outlines([keys[index]]).get(keys[index], [])
+            key = keys[index]
+            if key in kept_here:
+                return tags.loads_outline(kept_here[key])
+            return store.outlines([key]).get(key, [])
 
         paths = [entry.path for entry in entries]
-        order = ranking.ranked(names, references, ranking.focused_files(paths, focus))
+        focused = ranking.focused_files(paths, focus)
+        order = ranking.ranked(names, references, focused)
         text = ranking.fit(paths, outline_of, order, budget_tokens * CHARS_PER_TOKEN)
     if exact:
-        maps.put(key, text)
-    return Built(text, sha, files=len(entries), parsed=len(fresh), cached=False)
+        maps.put(map_key, text)
+    return Built(text, sha, files=len(entries), parsed=parsed, cached=False)
+
+
+def _keep(store: TagStore, batch: list, kept_here: dict) -> None:
+    if batch and not store.put_many(batch):
+        kept_here.update((key, found[0]) for key, found in batch)
+    batch.clear()
 
 
 class _Reading:
     """Reads the files whose tags are missing, keeping the key of what was
     read for each and whether all of it was the commit's own content."""
 
-    def __init__(self, root: Path, missing: list[files_module.Entry]) -> None:
+    def __init__(
+        self, root: Path, missing: list[files_module.Entry], known: dict
+    ) -> None:
         self.root = root
+        self.known = known
         self.missing = {entry.path: entry for entry in missing}
         self.read: dict[str, str] = {}  # path -> key of the content read
         self.keys: set[str] = set()
@@ -157,7 +174,7 @@ class _Reading:
             blob = files_module.blob_id(content, entry.blob)
             self.exact = self.exact and blob == entry.blob
             key = f"{blob}:{entry.language}"
-            seen = key in self.keys
+            seen = key in self.keys or key in self.known
             self.read[path] = key
             if not seen:  # the same content at many paths is parsed once
                 self.keys.add(key)

@@ -18,11 +18,11 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from agents.repo_map.files import looks_generated
-from agents.repo_map.tags import EMPTY, Tags, extract
+from agents.repo_map.tags import EMPTY, Row, extract, row
 
 logger = logging.getLogger(__name__)
 
@@ -37,47 +37,73 @@ _PROJECT = Path(__file__).resolve().parents[2]
 Job = tuple[str, str, bytes]  # (key, language, content)
 
 
-def tags_of(language: str, content: bytes) -> Tags:
-    """The tags of one file; none for generated code."""
-    return EMPTY if looks_generated(content) else extract(language, content)
+def row_of(language: str, content: bytes) -> Row:
+    """What is kept of one file (nothing for generated code)."""
+    return row(EMPTY if looks_generated(content) else extract(language, content))
 
 
-def parse_all(jobs: Iterable[Job], count: int) -> dict[str, Tags]:
-    """Tags by key for `jobs` (`count` of them; an iterable, so that reading
-    the files goes on while workers parse)."""
+def parse_all(jobs: Iterable[Job], count: int) -> Iterator[tuple[str, Row]]:
+    """(key, row) for `jobs` (`count` of them), as they are parsed. `jobs` is
+    an iterable, so reading the files goes on while workers parse; the
+    answers come as a stream, so the caller can store them as they come
+    instead of holding every outline at once."""
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if count < PARALLEL_FROM or workers < 2:
-        return {key: tags_of(language, content) for key, language, content in jobs}
-    return _in_workers(jobs, workers)
+        for key, language, content in jobs:
+            yield key, row_of(language, content)
+        return
+    yield from _in_workers(jobs, workers)
 
 
-def _in_workers(jobs: Iterable[Job], workers: int) -> dict[str, Tags]:
+def _in_workers(jobs: Iterable[Job], workers: int) -> Iterator[tuple[str, Row]]:
     chunks: queue.Queue = queue.Queue(maxsize=workers * 2)
-    results: dict[str, Tags] = {}
+    answers: queue.Queue = queue.Queue()
+    failure: list[BaseException] = []
     threads = [
-        threading.Thread(target=_serve, args=(chunks, results), daemon=True)
+        threading.Thread(target=_serve, args=(chunks, answers), daemon=True)
         for _ in range(workers)
     ]
-    for thread in threads:
+    feeder = threading.Thread(
+        target=_feed, args=(jobs, chunks, workers, failure), daemon=True
+    )
+    for thread in (*threads, feeder):
         thread.start()
-    chunk: list[Job] = []
-    for job in jobs:
-        chunk.append(job)
-        if len(chunk) >= CHUNK_FILES:
+    done = 0
+    while done < workers:
+        answer = answers.get()
+        if answer is None:
+            done += 1
+        else:
+            yield from answer
+    feeder.join()
+    if failure:
+        raise failure[0]
+
+
+def _feed(
+    jobs: Iterable[Job], chunks: queue.Queue, workers: int, failure: list
+) -> None:
+    """Read the files (the `jobs` iterable) into chunks for the workers; the
+    workers are always told the end, whatever happens here."""
+    try:
+        chunk: list[Job] = []
+        for job in jobs:
+            chunk.append(job)
+            if len(chunk) >= CHUNK_FILES:
+                chunks.put(chunk)
+                chunk = []
+        if chunk:
             chunks.put(chunk)
-            chunk = []
-    if chunk:
-        chunks.put(chunk)
-    for _ in threads:
-        chunks.put(None)
-    for thread in threads:
-        thread.join()
-    return results
+    except BaseException as exc:  # noqa: BLE001 - raised again by the consumer
+        failure.append(exc)
+    finally:
+        for _ in range(workers):
+            chunks.put(None)
 
 
-def _serve(chunks: queue.Queue, results: dict[str, Tags]) -> None:
-    """One worker process, fed chunk after chunk; started again when it
-    dies."""
+def _serve(chunks: queue.Queue, answers: queue.Queue) -> None:
+    """One worker process, fed chunk after chunk (started again when it
+    dies); its answers go to `answers`, then None when the chunks end."""
     worker: _Worker | None = None
     try:
         while (chunk := chunks.get()) is not None:
@@ -94,11 +120,13 @@ def _serve(chunks: queue.Queue, results: dict[str, Tags]) -> None:
                 worker.stop()
                 worker = None
                 continue
-            for (key, _, _), tags in zip(chunk, found, strict=True):
-                results[key] = tags
+            # parse() checked that there is one answer per file.
+            pairs = zip(chunk, found, strict=True)
+            answers.put([(key, found) for (key, _, _), found in pairs])
     finally:
         if worker is not None:
             worker.stop()
+        answers.put(None)
 
 
 class _Worker:
@@ -114,7 +142,7 @@ class _Worker:
         )
         self.timer: threading.Timer | None = None
 
-    def parse(self, files: list[tuple[str, bytes]]) -> list[Tags]:
+    def parse(self, files: list[tuple[str, bytes]]) -> list[Row]:
         assert self.process.stdin is not None and self.process.stdout is not None
         # A stuck worker is killed, which ends the read below.
         self.timer = threading.Timer(CHUNK_SECONDS, self.process.kill)
@@ -126,7 +154,7 @@ class _Worker:
             self.timer.cancel()
         if len(answer) != len(files):
             raise ValueError("a worker answered for other files")
-        return [Tags(*found) for found in answer]
+        return answer
 
     def stop(self) -> None:
         try:

@@ -21,13 +21,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from agents.repo_map.tags import (
-    VERSION,
-    Definition,
-    Tags,
-    dumps_outline,
-    loads_outline,
-)
+from agents.repo_map.tags import VERSION, Definition, Row, loads_outline, split
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +64,7 @@ class TagStore:
         self, keys: Sequence[str]
     ) -> dict[str, tuple[list[str], list[str]]]:
         return {
-            key: (names.split("\n") if names else [], refs.split("\n") if refs else [])
+            key: (split(names), split(refs))
             for key, names, refs in self._select("key, names, refs", keys)
         }
 
@@ -90,22 +84,13 @@ class TagStore:
                     f"SELECT {columns} FROM tags WHERE key IN ({marks})",  # noqa: S608 - our own columns, placeholders
                     chunk,
                 )
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             self._set_aside()
         return rows
 
-    def put_many(self, items: Iterable[tuple[str, Tags]]) -> None:
-        rows = [
-            (
-                key,
-                "\n".join(found.names),
-                "\n".join(found.references),
-                dumps_outline(found.outline),
-            )
-            for key, found in items
-        ]
-        if not rows:
-            return
+    def put_many(self, items: Iterable[tuple[str, Row]]) -> bool:
+        """Keep `items`; False when the store could not."""
+        rows = [(key, names, refs, outline) for key, (outline, names, refs) in items]
         try:
             connection = self._connect()
             with connection:
@@ -114,8 +99,10 @@ class TagStore:
                     "VALUES (?, ?, ?, ?)",
                     rows,
                 )
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             self._set_aside()
+            return False
+        return True
 
     def _set_aside(self) -> None:
         logger.warning(

@@ -146,8 +146,24 @@ def _signature(source: bytes, node) -> str:
     return text
 
 
-def dumps_outline(outline: list[Definition]) -> bytes:
-    return marshal.dumps(outline)
+# What is kept of a file, as the tag cache stores it and as parsing workers
+# send it back: its outline marshalled, its names and its references each
+# joined by newlines (identifiers hold none). The outline is read only for the
+# files a map shows.
+Row = tuple[bytes, str, str]
+
+
+def row(tags: Tags) -> Row:
+    return (
+        marshal.dumps(tags.outline),
+        "\n".join(tags.names),
+        "\n".join(tags.references),
+    )
+
+
+def split(text: str) -> list[str]:
+    """The names of a row's column."""
+    return text.split("\n") if text else []
 
 
 def loads_outline(data: bytes) -> list[Definition]:

@@ -1,11 +1,11 @@
 """A parsing worker (parsing.py): frames of [(language, content)] in,
-[(outline, names, references)] out, until its input closes."""
+[row] out (tags.Row: what the tag cache keeps), until its input closes."""
 
 from __future__ import annotations
 
 import sys
 
-from agents.repo_map.parsing import read_frame, tags_of, write_frame
+from agents.repo_map.parsing import read_frame, row_of, write_frame
 
 
 def main() -> None:
@@ -14,7 +14,7 @@ def main() -> None:
             files = read_frame(sys.stdin.buffer)
         except EOFError:
             return
-        answer = [tuple(tags_of(language, data)) for language, data in files]
+        answer = [row_of(language, data) for language, data in files]
         write_frame(sys.stdout.buffer, answer)
 
 

@@ -121,3 +121,12 @@ def test_files_a_worker_fails_on_are_left_out_and_not_kept(tmp_path, monkeypatch
     built = build(repo, commit=sha, budget_tokens=500, cache_dir=cache)
     assert built.parsed == 4  # the other chunk
     assert not build(repo, commit=sha, budget_tokens=500, cache_dir=cache).cached
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_map_whole(tmp_path):
+    repo, sha = make_repository(tmp_path / "repo", FILES)
+    nowhere = tmp_path / "a-file-not-a-folder"
+    nowhere.write_text("")
+    with_cache = build(repo, commit=sha, budget_tokens=500, cache_dir=tmp_path / "c")
+    without = build(repo, commit=sha, budget_tokens=500, cache_dir=nowhere)
+    assert without.text == with_cache.text and "def function_7(x)" in without.text
