@@ -22,6 +22,7 @@ the commit's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -128,6 +129,7 @@ def build(
             names.append(defined)
             references.append(referred)
 
+        @functools.cache
         def outline_of(index: int) -> list[tags.Definition]:
             key = keys[index]
             if key in kept_here:
