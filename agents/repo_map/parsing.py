@@ -107,8 +107,10 @@ def _serve(chunks: queue.Queue, answers: queue.Queue) -> None:
     worker: _Worker | None = None
     try:
         while (chunk := chunks.get()) is not None:
-            worker = worker or _Worker()
+            # Whatever fails, this thread goes on taking chunks: the thread
+            # reading the files must never wait on a full queue for ever.
             try:
+                worker = worker or _Worker()
                 found = worker.parse([(language, data) for _, language, data in chunk])
             except Exception as exc:  # noqa: BLE001 - the chunk is left out, said
                 logger.warning(
@@ -117,7 +119,8 @@ def _serve(chunks: queue.Queue, answers: queue.Queue) -> None:
                     len(chunk),
                     exc,
                 )
-                worker.stop()
+                if worker is not None:
+                    worker.stop()
                 worker = None
                 continue
             # parse() checked that there is one answer per file.

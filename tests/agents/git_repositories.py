@@ -1,12 +1,17 @@
 """Small git repositories in a temporary folder for the repository map's
 tests: files in, commits out, through integrations.git's runner (the only code
-that runs git)."""
+that runs git); and a bound on how long a call may take."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from integrations.git.runner import run_git
+
+T = TypeVar("T")
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Someone",
@@ -39,3 +44,24 @@ def commit(repo: Path, files: dict[str, str | bytes], message: str = "change") -
         IDENTITY,
     )
     return run_git(["rev-parse", "HEAD"], repo).strip()
+
+
+def finished_within(seconds: float, call: Callable[[], T]) -> T:
+    """call(), failing the test if it takes longer than `seconds`: a call that
+    blocks (an open on a FIFO, a wait on a queue) would otherwise hang the
+    suite."""
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - raised again below
+            result["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    if "error" in result:
+        raise result["error"]
+    return result["value"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agents.repo_map import build, parsing
-from tests.agents.git_repositories import commit, make_repository
+from tests.agents.git_repositories import commit, finished_within, make_repository
 
 FILES = {
     f"pkg/module_{n}.py": f"def function_{n}(x):\n    return function_0(x)\n"
@@ -130,3 +130,19 @@ def test_a_cache_that_cannot_be_written_leaves_the_map_whole(tmp_path):
     with_cache = build(repo, commit=sha, budget_tokens=500, cache_dir=tmp_path / "c")
     without = build(repo, commit=sha, budget_tokens=500, cache_dir=nowhere)
     assert without.text == with_cache.text and "def function_7(x)" in without.text
+
+
+def test_workers_that_cannot_start_leave_the_files_out(tmp_path, monkeypatch):
+    repo, sha = make_repository(tmp_path / "repo", FILES)
+    monkeypatch.setattr(parsing, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(parsing, "CHUNK_FILES", 1)
+    monkeypatch.setattr(parsing.os, "cpu_count", lambda: 2)
+
+    def no_process(self):
+        raise OSError("too many open files")
+
+    monkeypatch.setattr(parsing._Worker, "__init__", no_process)
+    built = finished_within(
+        30, lambda: build(repo, commit=sha, budget_tokens=500, cache_dir=tmp_path)
+    )
+    assert (built.text, built.parsed) == ("", 0)

@@ -6,36 +6,20 @@ path neither stop the map nor break its lines."""
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
 from agents.repo_map import build
-from tests.agents.git_repositories import make_repository
+from tests.agents.git_repositories import finished_within, make_repository
 
 SECRET = "def stolen_secret():\n    pass\n"
 
 
-def mapped(repo, sha, tmp_path, seconds: float = 30):
-    """build(...) of `sha`, failing the test if it takes longer than
-    `seconds` (a blocking open would otherwise hang the suite)."""
-    result: dict = {}
-
-    def run():
-        try:
-            result["built"] = build(
-                repo, commit=sha, budget_tokens=500, cache_dir=tmp_path / "c"
-            )
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            result["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the map took more than {seconds} s"
-    if "error" in result:
-        raise result["error"]
-    return result["built"]
+def mapped(repo, sha, tmp_path):
+    return finished_within(
+        30,
+        lambda: build(repo, commit=sha, budget_tokens=500, cache_dir=tmp_path / "c"),
+    )
 
 
 @pytest.fixture
