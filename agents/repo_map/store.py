@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 # Finished maps unread for this long are removed when a new one is written.
 MAP_MAX_AGE_SECONDS = 14 * 24 * 3600
 _CHUNK = 900  # keys per query, under SQLite's oldest limit of host parameters
+# How long to wait for another process writing the tag cache.
+BUSY_SECONDS = 30
 
 
 class TagStore:
@@ -50,7 +52,7 @@ class TagStore:
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=30)
+            connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute(
@@ -84,8 +86,8 @@ class TagStore:
                     f"SELECT {columns} FROM tags WHERE key IN ({marks})",  # noqa: S608 - our own columns, placeholders
                     chunk,
                 )
-        except (sqlite3.Error, OSError):
-            self._set_aside()
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
         return rows
 
     def put_many(self, items: Iterable[tuple[str, Row]]) -> bool:
@@ -99,16 +101,21 @@ class TagStore:
                     "VALUES (?, ?, ?, ?)",
                     rows,
                 )
-        except (sqlite3.Error, OSError):
-            self._set_aside()
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
             return False
         return True
 
-    def _set_aside(self) -> None:
-        logger.warning(
-            "repository map: the tag cache %s is unusable; set aside", self.path
-        )
+    def _failed(self, exc: Exception) -> None:
+        """A broken file is set aside (the next map starts a new one); a busy,
+        read-only or missing one is only skipped this time."""
         self.__exit__()
+        if isinstance(exc, OSError | sqlite3.OperationalError):
+            logger.warning("repository map: tag cache %s skipped: %s", self.path, exc)
+            return
+        logger.warning(
+            "repository map: tag cache %s is broken (%s); set aside", self.path, exc
+        )
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(OSError):
                 os.replace(f"{self.path}{suffix}", f"{self.path}{suffix}.broken")

@@ -5,9 +5,11 @@ cache is set aside."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
-from agents.repo_map import build, parsing
+from agents.repo_map import build, parsing, store
 from tests.agents.git_repositories import commit, finished_within, make_repository
 
 FILES = {
@@ -146,3 +148,22 @@ def test_workers_that_cannot_start_leave_the_files_out(tmp_path, monkeypatch):
         30, lambda: build(repo, commit=sha, budget_tokens=500, cache_dir=tmp_path)
     )
     assert (built.text, built.parsed) == ("", 0)
+
+
+def test_a_busy_tag_cache_is_skipped_not_set_aside(tmp_path, monkeypatch):
+    repo, first = make_repository(tmp_path / "repo", FILES)
+    cache = tmp_path / "cache"
+    build(repo, commit=first, budget_tokens=500, cache_dir=cache)
+    second = commit(repo, {"pkg/module_2.py": "def changed_2():\n    pass\n"})
+    monkeypatch.setattr(store, "BUSY_SECONDS", 0.1)
+    other = sqlite3.connect(cache / "tags-v1.sqlite3")
+    other.execute("BEGIN IMMEDIATE")  # another map writing, for longer
+    try:
+        busy = build(repo, commit=second, budget_tokens=500, cache_dir=cache)
+    finally:
+        other.rollback()
+        other.close()
+    assert "def changed_2()" in busy.text
+    assert not (cache / "tags-v1.sqlite3.broken").exists()
+    # Only the file whose tags could not be written is parsed again.
+    assert build(repo, commit=second, budget_tokens=200, cache_dir=cache).parsed == 1
