@@ -134,7 +134,7 @@ def _serve(chunks: queue.Queue, answers: queue.Queue) -> None:
 
 class _Worker:
     def __init__(self) -> None:
-        environment = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
+        environment = {"PATH": os.environ.get("PATH", os.defpath)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "agents.repo_map.worker"],
             cwd=_PROJECT,

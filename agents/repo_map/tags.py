@@ -21,6 +21,10 @@ from agents.repo_map.languages import LANGUAGES, parser_and_query
 VERSION = 1
 MAX_SIGNATURE_CHARS = 160
 MAX_DEPTH = 2  # a method of a class nested in a class, at most
+# Syntax nodes above a definition that are looked at: real code keeps its
+# outline within a few dozen, and a file nesting thousands of classes would
+# otherwise cost a walk up all of them for each.
+MAX_ANCESTORS = 64
 # A match limit keeps one pathological file from taking the query's time.
 QUERY_MATCH_LIMIT = 20_000
 CONTAINERS = frozenset({"class", "impl"})
@@ -91,10 +95,13 @@ def extract(language: str, source: bytes) -> Tags:
 
 def _place(node, local_scopes: frozenset[str], containers: dict[int, int]):
     """(index of the enclosing container or -1, depth); depth -1 when the
-    definition sits inside a function (a local helper, not listed)."""
+    definition sits inside a function (a local helper, not listed) or under
+    more than MAX_ANCESTORS nodes."""
     parent, depth = -1, 0
     ancestor = node.parent
-    while ancestor is not None:
+    for _ in range(MAX_ANCESTORS):
+        if ancestor is None:
+            return parent, depth
         if ancestor.type in local_scopes:
             return -1, -1
         index = containers.get(ancestor.id)
@@ -103,7 +110,7 @@ def _place(node, local_scopes: frozenset[str], containers: dict[int, int]):
                 parent = index
             depth += 1
         ancestor = ancestor.parent
-    return parent, depth
+    return -1, -1  # buried deeper than any outline goes
 
 
 def _name(node, kind: str) -> str:
