@@ -2,7 +2,8 @@
 
 A definition ranks by the number of other files that refer to its name,
 shared out among the files that define that name (a `run` defined in a hundred
-files is worth little to each), and a tenth of that for private names. A file
+files is worth little to each), a tenth of that for private names and ten
+times for long compound ones (the weights of Aider's repository map). A file
 in focus (the request names it, the branch changed it) counts FOCUS_WEIGHT
 times, so what it uses comes first; the focus files' own definitions come
 before everything. This is one step of the PageRank that Aider's repository
@@ -21,6 +22,7 @@ from agents.repo_map.tags import DEPTH, KIND, LINE, NAME, PARENT, SIGNATURE, Def
 
 FOCUS_WEIGHT = 10
 PRIVATE_WEIGHT = 0.1
+SPECIFIC_WEIGHT = 10.0
 # Candidates that do not fit in a row before the fitting stops looking.
 MAX_MISSES = 200
 
@@ -60,7 +62,7 @@ def ranked(
         for _ in range(FOCUS_WEIGHT - 1):
             referrers.update(references[index])
     values = {
-        name: count / definers[name] * (PRIVATE_WEIGHT if name[0] == "_" else 1)
+        name: count / definers[name] * _weight(name)
         for name, count in referrers.items()
         if name in definers
     }
@@ -87,6 +89,16 @@ def ranked(
             for name in defined:
                 if name not in values:
                     yield index, name
+
+
+def _weight(name: str) -> float:
+    """A private name counts less; a long compound one (`search_files`,
+    `IdentifierFilter`) more, since a file naming it almost surely means that
+    definition, where `get` or `filter` could mean any of a thousand."""
+    if name[0] == "_":
+        return PRIVATE_WEIGHT
+    compound = "_" in name or not (name.islower() or name.isupper())
+    return SPECIFIC_WEIGHT if compound and len(name) >= 8 else 1.0
 
 
 def line(definition: Definition) -> str:

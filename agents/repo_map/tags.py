@@ -129,12 +129,19 @@ def _signature(source: bytes, node) -> str:
     kind = node.type
     if kind in ("variable_declarator", "type_spec") and node.parent is not None:
         start = node.parent.start_byte  # the `const` or `type` before the name
-    body = node.child_by_field_name("body")
-    if body is None and kind == "variable_declarator":
-        value = node.child_by_field_name("value")
-        body = value.child_by_field_name("body") if value is not None else None
+    head = node
+    if kind == "variable_declarator":
+        head = node.child_by_field_name("value") or node
+    body = head.child_by_field_name("body")
     if body is not None and body.start_byte > start:
-        end = body.start_byte
+        # Up to the last part before the body, so that comments between the
+        # head and the body stay out.
+        end = start
+        for child in head.children:
+            if child.start_byte >= body.start_byte:
+                break
+            if child.type != "comment":
+                end = child.end_byte
     else:
         end = source.find(b"\n", start, node.end_byte)
         end = node.end_byte if end < 0 else end

@@ -29,6 +29,7 @@ class Greeter(Base):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A comment before the body is no part of the signature.
     class Local:
         pass
     return 0
@@ -159,6 +160,20 @@ def test_it_ranks_what_many_files_use_before_what_none_uses(tmp_path, cache):
     # With room for one definition, it is the one the others use.
     small = repository_map(repo, commit=sha, budget_tokens=10, cache_dir=cache)
     assert small == "lib.py:\n     5 def popular()\n"
+
+
+def test_a_long_compound_name_outranks_a_short_generic_one(tmp_path, cache):
+    # `get` may be anyone's `get`; `compute_totals` is surely this one.
+    files = {
+        "generic.py": "def get():\n    pass\n",
+        "specific.py": "def compute_totals():\n    pass\n",
+        "one.py": "def one():\n    compute_totals()\n",
+    }
+    for n in range(4):
+        files[f"use_{n}.py"] = f"def user_{n}(d):\n    d.get()\n"
+    repo, sha = make_repository(tmp_path / "repo", files)
+    text = repository_map(repo, commit=sha, budget_tokens=2000, cache_dir=cache)
+    assert text.index("def compute_totals()") < text.index("def get()")
 
 
 def test_it_puts_the_files_in_focus_and_what_they_use_first(tmp_path, cache):
