@@ -45,7 +45,7 @@ STORE_BATCH = 2000  # parsed files written to the tag cache at a time
 class Built:
     """A map and how it was made: `files` in the map's languages, `parsed`
     of them this time (the rest from the tag cache), `cached` when the whole
-    text came from the map cache."""
+    text came from the map cache (then nothing was listed: files is 0)."""
 
     text: str
     commit: str
