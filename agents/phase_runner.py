@@ -35,6 +35,7 @@ from agents.ecosystems import prepare_environment
 from agents.instances import begin_phase_instance, end_phase_instance
 from agents.live_output import OutputStream
 from agents.prompts import system_blocks
+from agents.repo_map.prompt import repository_outline
 from agents.roles import Role, RoleContext, role_for
 from agents.roles.base import Step, task_prompt
 from agents.run_outcome import RunOutcome
@@ -278,7 +279,15 @@ class AgentPhaseRunner:
         phase's escalations first, fenced as human input (docs/gates.md),
         then the request, the documents and what to do."""
         # Every role knows how the repository checks a change.
-        extra = f"{prepared}\n\n{commands_note(step.repository)}".strip()
+        extra = "\n\n".join(
+            part
+            for part in (
+                repository_outline(step) if role.sees_map else "",
+                prepared,
+                commands_note(step.repository),
+            )
+            if part
+        )
         prompt = task_prompt(
             step.task,
             documents=step.documents,

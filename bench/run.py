@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "intake",
         "lists",
         "agent_context",
+        "repo_map",
         "jail",
         "scheduled",
         "webhook",

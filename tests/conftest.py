@@ -64,6 +64,7 @@ def _isolated_settings(settings, tmp_path):
     settings.CODEX_SANDBOX_READONLY_PATHS = TOOLCHAIN_PATHS
     # Setups made in one test are never copied into another's worktree.
     settings.CODEX_SETUP_CACHE_ROOT = str(tmp_path / "setup-cache")
+    settings.CODEX_REPO_MAP_CACHE_DIR = str(tmp_path / "repo-map")
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {

@@ -29,12 +29,12 @@ bash and, for the developer only, write_file, edit_file, multi_edit (many
 edits to one file at once), delete_file and move_file, which answer with the
 changed lines and a syntax check (every other role reads and checks; whatever
 its shell changes is reset after its run). A long command (a build, a whole
-test suite) may ask bash for a longer timeout. bash is a shell in an isolated jail: the worktree is
-the current folder and the only writable place, there is no network and no
-secret, git is not available: Codex commits for you. Where a
-repository restricts commands, run_command replaces bash (its listed programs
-only, no shell). Paths are relative to the worktree root. Work in small, checked
-steps. When you are done, call submit_result exactly once with an object
+test suite) may ask bash for a longer timeout. bash is a shell in an isolated
+jail: the worktree is the current folder and the only writable place, there
+is no network and no secret, git is not available: Codex commits for you.
+Where a repository restricts commands, run_command replaces bash (its listed
+programs only, no shell). Paths are relative to the worktree root. Work in
+small, checked steps. When you are done, call submit_result exactly once with an object
 matching its schema; nothing you do is recorded until then.
 
 Tools for talking to the team:
@@ -111,7 +111,8 @@ class Role:
     """One role: its name (also the model override key, CODEX_MODEL_<NAME>),
     the phase it works in, its instructions, its result schema, the
     function turning a submitted result into a PhaseResult, the documents of
-    earlier phases it reads, and whether it changes files.
+    earlier phases it reads, whether it changes files and whether it is
+    shown the repository map.
 
     The phase runner owns the frame of a step (budget, instance, client,
     worktree, jail, prompt, the agent's run, its record); a role's phase
@@ -130,6 +131,8 @@ class Role:
     instructions: str = ""
     documents: tuple[str, ...] = ()
     writes: bool = False
+    # Whether its prompt carries the repository map (agents.repo_map).
+    sees_map: bool = False
 
     def before_agent(self, step: Step) -> PhaseResult | None:
         """A result that settles this step without running the agent (a

@@ -185,4 +185,5 @@ ROLE = Planner(
     to_phase_result=to_phase_result,
     instructions=INSTRUCTIONS,
     documents=("spec.md",),
+    sees_map=True,
 )

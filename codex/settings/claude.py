@@ -4,6 +4,7 @@ budgets of agent runs and tasks."""
 from __future__ import annotations
 
 from codex.env import env_amount, env_int, env_str
+from codex.settings.base import VAR_DIR
 
 # Claude (docs/architecture.md#integrations). ANTHROPIC_API_KEY is under
 # CODEX_CREDENTIALS (integrations.py).
@@ -70,4 +71,13 @@ CODEX_AGENT_REPEAT_LIMIT = env_int("CODEX_AGENT_REPEAT_LIMIT", 8, minimum=3)
 # How long a run's saved conversation may be resumed after its worker died.
 CODEX_AGENT_CHECKPOINT_MAX_AGE_SECONDS = env_int(
     "CODEX_AGENT_CHECKPOINT_MAX_AGE_SECONDS", 86_400, minimum=60
+)
+# The repository map in the planner's and the developer's context
+# (agents/repo_map): its size in tokens; 0 leaves it out.
+CODEX_AGENT_REPO_MAP_TOKENS = env_int(
+    "CODEX_AGENT_REPO_MAP_TOKENS", 2000, minimum=0, maximum=50_000
+)
+# Where the map's caches live (per file content, and per commit).
+CODEX_REPO_MAP_CACHE_DIR = env_str(
+    "CODEX_REPO_MAP_CACHE_DIR", str(VAR_DIR / "repo_map")
 )

@@ -237,6 +237,7 @@ ROLE = Developer(
     instructions=INSTRUCTIONS,
     documents=("spec.md", "plan.md", "tasks.md", "analysis.json"),
     writes=True,
+    sees_map=True,
 )
 
 __all__ = [
