@@ -5,6 +5,7 @@ files the branch changed and those the analysis names put first."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -48,6 +49,28 @@ def repository_outline(step: Step) -> str:
         + "\n"
         + untrusted("the repository map, made from its code", text, raw=True)
     )
+
+
+def warm_in_background(step: Step) -> threading.Thread | None:
+    """Start building the map of `step`'s commit while an earlier role
+    works, so that the planner's map, on a large repository, is read from
+    the cache (a daemon thread; a failure only leaves the cache cold)."""
+    budget = int(getattr(settings, "CODEX_AGENT_REPO_MAP_TOKENS", 0))
+    if budget <= 0:
+        return None
+    try:
+        commit = head_sha(step.worktree)
+    except ClassifiedFailure:
+        return None
+    thread = threading.Thread(
+        target=repository_map,
+        args=(step.worktree,),
+        kwargs={"commit": commit, "budget_tokens": budget},
+        name=f"repo-map-{step.task.task_id}",
+        daemon=True,
+    )
+    thread.start()
+    return thread
 
 
 def _analysis_files(step: Step) -> list[str]:

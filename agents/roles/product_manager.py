@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from agents.repo_map.prompt import warm_in_background
 from agents.roles.base import COMMON_RULES, Role, RoleContext, Step, string_list
 from agents.roles.reviewer import inert
 from codex.core.errors import ClassifiedFailure
@@ -180,6 +181,11 @@ def after_triage(task: Task, forge: Forge, context: RoleContext) -> None:
 
 class ProductManager(Role):
     """The intake phase: the triage, also put on the task's issue."""
+
+    def prepare(self, step: Step) -> str:
+        # The planner's repository map is built while the triage runs.
+        warm_in_background(step)
+        return ""
 
     def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
         result = self.to_phase_result(submitted, step.context)
