@@ -1,8 +1,8 @@
 """The `search` tool: `git grep` over the worktree, paged.
 
-git grep searches the tracked files and the untracked ones git does not
-ignore (`--untracked`), skips binary files (`-I`) and everything that is not a
-regular file, and follows no symlink; it runs outside the jail, as all of
+git grep searches the tracked files (from the index), then, when the page
+wants more, the untracked ones git does not ignore; it skips binary files
+(`-I`) and everything that is not a regular file, and follows no symlink; it runs outside the jail, as all of
 Codex's git does, with the settings `integrations.git` pins. Patterns are RE2
 syntax: checked by RE2 first (an invalid pattern, or one RE2 cannot run in
 linear time such as a backreference, is refused), then run as a Perl-
@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +37,21 @@ logger = logging.getLogger(__name__)
 
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
-# Matches past the page are counted up to this many ("more than N").
-MAX_COUNTED = 100_000
+# Matches past the page are counted up to this many ("more than N"): a
+# search stops soon after its page, as git grep would, instead of reading a
+# large tree to the end for a total the agent rarely needs.
+COUNTED_PAST_THE_PAGE = 100
 MAX_LINE_CHARS = 500
 # The Python fallback skips files larger than this.
 MAX_SEARCH_FILE_BYTES = 1_000_000
 # git grep's own limit when no tool deadline applies (a direct call).
 GIT_GREP_SECONDS = 60.0
+# Untracked files searched per git grep (its command line stays short).
+UNTRACKED_PER_CALL = 500
+GIT_ENV = {
+    # Paths are names, never patterns or magic (":(top)", "*").
+    "GIT_LITERAL_PATHSPECS": "1",
+}
 
 REGEX_DIALECT = (
     "RE2 syntax (as Python's re without backreferences or lookaround; "
@@ -67,7 +76,7 @@ class Page:
         if self.offset <= self.seen < self.offset + self.limit:
             self.lines.append(line)
         self.seen += 1
-        if self.seen >= self.offset + MAX_COUNTED:
+        if self.seen >= self.offset + self.limit + COUNTED_PAST_THE_PAGE:
             self.complete = False
             return False
         return True
@@ -140,27 +149,49 @@ class Searching:
         self, pattern: str, base: Path, regex: bool, ignore_case: bool, page: Page
     ) -> bool:
         """Fill `page` from git grep; False when git grep could not answer
-        (the Python search then does)."""
+        (the Python search then does). The tracked files first, from the
+        index (a search with many matches ends soon, as bare git grep's
+        would); the untracked files git does not ignore only when the page
+        wants more, since finding them walks the whole tree."""
         if not (self.root / ".git").exists():
             return False  # not a git worktree: git would search a parent's
-        args = ["grep", "--untracked", "-I", "-n", "-z", "--no-color"]
-        args += ["-P" if regex else "-F"]
+        options = ["-I", "-n", "-z", "--no-color", "-P" if regex else "-F"]
         if ignore_case:
-            args.append("-i")
-        args += ["-e", pattern, "--", self.relative(base)]
+            options.append("-i")
+        options += ["-e", pattern, "--"]
         seconds = time_left()
         if seconds == float("inf"):
             seconds = GIT_GREP_SECONDS
         if seconds <= 0:
             raise ToolError("stopped at the tool's time limit before searching")
-        environment = {
-            # Paths are names, never patterns or magic (":(top)", "*").
-            "GIT_LITERAL_PATHSPECS": "1",
-            # Never a repository above the worktree.
-            "GIT_CEILING_DIRECTORIES": str(self.root.parent),
-        }
+        deadline = time.monotonic() + seconds
+        where = self.relative(base)
+        answered = self._grep(["grep", *options, where], deadline, page)
+        if answered is not True:
+            return answered is None and page.seen > 0
+        if not page.complete:
+            return True
+        untracked = self._untracked(where, deadline)
+        for start in range(0, len(untracked), UNTRACKED_PER_CALL):
+            batch = untracked[start : start + UNTRACKED_PER_CALL]
+            answered = self._grep(
+                ["grep", "--no-index", *options, *batch], deadline, page
+            )
+            if answered is not True or not page.complete:
+                return answered is not False
+        return True
+
+    def _grep(self, args: list[str], deadline: float, page: Page) -> bool | None:
+        """One git grep into `page`: True when it answered, False when git
+        grep cannot (the Python search then does), None when it stopped at
+        the time limit with matches already counted."""
+        seconds = deadline - time.monotonic()
+        if seconds <= 0:
+            return self._stopped(seconds, page)
         try:
-            with GitStream(args, self.root, timeout=seconds, env=environment) as stream:
+            with GitStream(
+                args, self.root, timeout=seconds, env=self._git_env()
+            ) as stream:
                 for line in _lines(stream.chunks(), MAX_LINE_CHARS * 4):
                     if not page.add(_shown(line)):
                         break
@@ -168,23 +199,41 @@ class Searching:
             logger.warning("git grep could not run: %s", exc)
             return False
         if stream.timed_out:
-            if page.seen > page.offset:
-                page.complete = False
-                page.stopped = (
-                    f"the search stopped at its time limit ({seconds:.0f}s): "
-                    "there may be more matches; narrow the path or the pattern"
-                )
-                return True
-            raise ToolError(
-                f"search stopped at its time limit ({seconds:.0f}s) with "
-                f"{page.seen} matches counted; narrow the path or the pattern"
-            )
+            return self._stopped(seconds, page)
         if stream.returncode in (0, 1) or not page.complete:
             return True
         # 128: a pattern PCRE cannot run (its backtracking limit) or a git
         # without PCRE: RE2 answers instead.
         logger.info("git grep failed (%s): %s", stream.returncode, stream.stderr)
         return False
+
+    def _git_env(self) -> dict[str, str]:
+        # Never a repository above the worktree.
+        return {**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(self.root.parent)}
+
+    @staticmethod
+    def _stopped(seconds: float, page: Page) -> None:
+        if page.seen > page.offset:
+            page.complete = False
+            page.stopped = (
+                f"the search stopped at its time limit ({max(seconds, 0):.0f}s): "
+                "there may be more matches; narrow the path or the pattern"
+            )
+            return None
+        raise ToolError(
+            f"search stopped at its time limit with {page.seen} matches "
+            "counted; narrow the path or the pattern"
+        )
+
+    def _untracked(self, where: str, deadline: float) -> list[str]:
+        """The untracked files under `where` git does not ignore."""
+        seconds = deadline - time.monotonic()
+        if seconds <= 0:
+            return []
+        args = ["ls-files", "-z", "--others", "--exclude-standard", "--", where]
+        with GitStream(args, self.root, timeout=seconds, env=self._git_env()) as stream:
+            listed = b"".join(stream.chunks())
+        return [name for name in listed.decode(errors="replace").split("\0") if name]
 
     # -- the fallback: RE2 in Python ---------------------------------------------
 

@@ -45,9 +45,10 @@ def test_it_searches_tracked_and_untracked_files_but_not_ignored_or_binary(
     sandbox,
 ):
     found = tool(sandbox).call({"pattern": "needle"})
+    # The tracked files first, then the untracked ones.
     assert found.content.splitlines() == [
-        "new.py:1:needle = 'untracked'",
         "src/app.py:1:def needle():",
+        "new.py:1:needle = 'untracked'",
     ]
     regex = tool(sandbox).call(
         {"pattern": r"^\s+return '\w+'$", "regex": True, "path": "src"}
@@ -64,9 +65,10 @@ def test_it_pages_the_matches_and_says_how_many_more(sandbox, root):
     (root / "many.txt").write_text("hit\n" * 250)
     first = sandbox.search("hit", limit=100)
     assert first.count("many.txt:") == 100
+    # Counting stops a page past this one, as a search of a big tree must.
     assert first.splitlines()[-1] == (
-        "[matches 1-100 of 250; 150 more: ask for offset=100, or narrow the "
-        "path or the pattern]"
+        "[matches 1-100 of more than 200; more than 100 more: ask for "
+        "offset=100, or narrow the path or the pattern]"
     )
     last = sandbox.search("hit", offset=200, limit=100)
     assert last.splitlines()[0] == "many.txt:201:hit"
