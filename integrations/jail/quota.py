@@ -17,7 +17,9 @@ a folder swapped for a symlink by the command is never followed out.
 
 A worktree already over its quota when a command starts (a repository
 bigger than its quota) may not grow further during it; the file tools, whose
-writes are small, are held to the quota itself.
+writes are small, are held to the quota itself. The size a command starts
+from is the one measured after the last command or write in this process
+(measured anew when there is none), so a command costs one walk, at its end.
 """
 
 from __future__ import annotations
@@ -33,12 +35,16 @@ from pathlib import Path
 
 MEGABYTE = 1024 * 1024
 BLOCK = 4096
-# How often the watcher polls the filesystem's free space.
-POLL_SECONDS = 0.1
-# The longest a watcher goes without a walk (a floor: long walks wait longer).
-WALK_EVERY_SECONDS = 2.0
-# A walk takes at most this share of the watcher's time.
-WALK_SHARE = 0.2
+# How often the watcher polls the filesystem's free space: a statvfs costs
+# microseconds, and at page-cache speed a command writes ~50 MB in this time.
+POLL_SECONDS = 0.025
+# The longest a watcher goes without a walk (a floor: long walks wait longer,
+# so that walking a big worktree takes at most this share of a core).
+WALK_EVERY_SECONDS = 5.0
+BACKGROUND_WALK_SHARE = 0.05
+# Once the filesystem grew by more than the worktree's room, walks may take
+# a bigger share: the command may be filling the worktree right now.
+GROWTH_WALK_SHARE = 0.25
 REPORT_ENTRIES = 8
 REPORT_SECONDS = 5.0
 NAME_CHARS = 160
@@ -274,8 +280,9 @@ class QuotaWatch:
         while not self._done.wait(POLL_SECONDS):
             now = time.monotonic()
             grown = _filesystem_used(self.paths) - last_used
-            due = now - last_walk > max(WALK_EVERY_SECONDS, walk_seconds / WALK_SHARE)
-            rested = now - last_walk > walk_seconds / WALK_SHARE
+            since = now - last_walk
+            due = since > max(WALK_EVERY_SECONDS, walk_seconds / BACKGROUND_WALK_SHARE)
+            rested = since > walk_seconds / GROWTH_WALK_SHARE
             if not (due or (rested and grown > self.ceiling - last_usage)):
                 continue
             used_before = _filesystem_used(self.paths)
