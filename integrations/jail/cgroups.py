@@ -76,6 +76,14 @@ class CommandCgroup:
         """The files a child writes its pid to, to join every cgroup."""
         return [str(folder / "cgroup.procs") for folder in self.folders]
 
+    def members(self) -> list[int]:
+        """The command's processes (host pids), as its cgroup lists them."""
+        for folder in self.folders:
+            with contextlib.suppress(OSError, ValueError):
+                listed = (folder / "cgroup.procs").read_text()
+                return [int(pid) for pid in listed.split()]
+        return []
+
     def oom_kills(self) -> int:
         """How many of the command's processes the kernel killed for going
         over its memory limit."""

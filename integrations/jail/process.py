@@ -132,8 +132,6 @@ def supervise(
         if on_kill is not None:
             on_kill()
 
-    # Measured before the command starts: what it writes cannot raise its room.
-    quota = QuotaWatch(watch, limits.worktree_quota_mb, stop)
     if cgroup:
         group = CommandCgroup(limits.max_processes, limits.memory_mb * MEGABYTE)
     else:
@@ -155,6 +153,9 @@ def supervise(
     capture = _Capture(limits.output_chars)
     runaway = threading.Event()
     try:
+        # Measured before the command starts: what it writes cannot raise
+        # its room.
+        quota = QuotaWatch(watch, limits.worktree_quota_mb, stop, group.members)
         process = subprocess.Popen(
             list(argv),
             cwd=os.fspath(cwd),

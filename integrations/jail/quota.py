@@ -25,12 +25,13 @@ from is the one measured after the last command or write in this process
 from __future__ import annotations
 
 import contextlib
+import errno
 import heapq
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 MEGABYTE = 1024 * 1024
@@ -46,6 +47,8 @@ BACKGROUND_WALK_SHARE = 0.05
 # a bigger share: the command may be filling the worktree right now.
 GROWTH_WALK_SHARE = 0.25
 REPORT_ENTRIES = 8
+# What a worktree with a path too long to open counts as: over any quota.
+UNMEASURABLE = 2**62
 REPORT_SECONDS = 5.0
 NAME_CHARS = 160
 
@@ -87,6 +90,9 @@ class _Walk:
         self.report = report
         self.deadline = time.monotonic() + REPORT_SECONDS if report else None
         self.cut_short = False
+        # A folder whose path is too long to open: it cannot be measured, so
+        # the worktree counts as over any quota (no repository needs one).
+        self.too_deep = ""
         self.seen: set[tuple[int, int]] = set()
         self.files: list[tuple[int, str]] = []
         # Per folder (its shown path): bytes, files, and its biggest entry.
@@ -94,7 +100,14 @@ class _Walk:
         self.parents: dict[str, str] = {}
 
     def over(self) -> bool:
+        if self.too_deep:
+            return True
         return self.stop_above is not None and self.total > self.stop_above
+
+    @property
+    def measured(self) -> int:
+        """The bytes found; more than any quota when a folder was too deep."""
+        return UNMEASURABLE if self.too_deep else self.total
 
     def run(self, roots: Roots) -> _Walk:
         for root, label in _labelled(roots).items():
@@ -133,7 +146,9 @@ class _Walk:
     ) -> list[tuple[str, os.stat_result]]:
         try:
             fd = os.open(relative or ".", _OPEN_DIR, dir_fd=top)
-        except OSError:
+        except OSError as error:
+            if error.errno == errno.ENAMETOOLONG:
+                self.too_deep = relative
             return []
         try:
             # Opened by a path the command may have changed since it was
@@ -207,22 +222,35 @@ def _shown(label: str, parts: list[str]) -> str:
 def disk_usage(roots: Roots, stop_above: int | None = None) -> int:
     """The bytes `roots` hold on disk; once over `stop_above`, the walk stops
     and the total so far (already over it) is returned."""
-    return _Walk(stop_above).run(roots).total
+    return _Walk(stop_above).run(roots).measured
 
 
-def over_quota_message(roots: Roots, quota_mb: int) -> tuple[int, str]:
-    """The bytes `roots` hold, and what the agent is told: how full, the
-    quota, and the biggest files and folders (paths as the jail shows them,
-    relative to the worktree)."""
+def over_quota_message(roots: Roots, deleted: int = 0) -> tuple[int, str]:
+    """The bytes `roots` hold, and what the agent is told: how full, and the
+    biggest files and folders (paths as the jail shows them,
+    relative to the worktree). `deleted`: bytes the command held in files it
+    had deleted but still wrote (gone with it, so not in the listing)."""
     walk = _Walk(report=True).run(roots)
     lines = walk.biggest()
     held = _size(walk.total)
-    if walk.cut_short:
+    if walk.too_deep:
+        held = (
+            "a folder nested too deep to measure (a path longer than the "
+            f"system allows): {_printable(walk.too_deep)}"
+        )
+    elif walk.cut_short:
         lines.append("  (the listing was cut short: too many files to list in time)")
         held = f"more than {held}"
-    return walk.total, (
-        f"the worktree holds {held}, over its disk quota of {quota_mb} MB. "
-        "What fills it:\n" + "\n".join(lines) + "\n"
+    if deleted:
+        held += (
+            f", and the command held {_size(deleted)} more in files it had "
+            "deleted while still writing them (gone with the command)"
+        )
+    listing = "".join(f"{line}\n" for line in lines)
+    if listing:
+        listing = f"What fills it:\n{listing}"
+    return walk.measured, (
+        f"the worktree holds {held}.\n{listing}"
         "Delete what is not needed (build output, downloads, generated data); "
         "the quota is set per repository."
     )
@@ -234,17 +262,30 @@ def check_after_write(worktree: Path, quota_mb: int) -> str:
     if usage <= quota_mb * MEGABYTE:
         _remember(worktree, usage)
         return ""
-    usage, message = over_quota_message([worktree], quota_mb)
+    usage, message = over_quota_message([worktree])
     _remember(worktree, usage)
-    return f"the write was made, but {message}"
+    return (
+        f"the write was made, but the worktree is over its disk quota of "
+        f"{quota_mb} MB: {message}"
+    )
 
 
 class QuotaWatch:
     """Watches `roots` (a worktree, and a QA check's output folder) while one
     command runs; calls `stop` from its thread once they hold more than the
-    quota (or, when they already did at the start, more than they did)."""
+    quota (or, when they already did at the start, more than they did).
 
-    def __init__(self, roots: Roots, quota_mb: int, stop: Callable[[], None]) -> None:
+    `processes` gives the command's processes (its cgroup's, where it has
+    one): files they deleted but still hold open take disk no walk can see,
+    so what they hold on the watched filesystems is counted too."""
+
+    def __init__(
+        self,
+        roots: Roots,
+        quota_mb: int,
+        stop: Callable[[], None],
+        processes: Callable[[], Iterable[int]] = tuple,
+    ) -> None:
         """`roots`: the folders watched (the worktree first), each with the
         label its files are shown under ("" for the worktree)."""
         self.roots = _labelled(roots)
@@ -252,7 +293,9 @@ class QuotaWatch:
         self.quota = int(quota_mb) * MEGABYTE
         self.quota_mb = int(quota_mb)
         self.stop = stop
+        self.processes = processes
         self.stopped_it = False
+        self.deleted = 0
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.usage = 0
@@ -262,6 +305,7 @@ class QuotaWatch:
             start += known if known is not None else disk_usage([path])
         self.start_usage = start
         self.ceiling = max(self.quota, start)
+        self._devices = _devices(self.paths)
         self._used_at_start = _filesystem_used(self.paths)
         self._started = time.monotonic()
 
@@ -287,12 +331,16 @@ class QuotaWatch:
                 continue
             used_before = _filesystem_used(self.paths)
             began = time.monotonic()
-            last_usage = disk_usage(self.roots, stop_above=self.ceiling)
+            deleted = _deleted_but_open(self.processes(), self._devices)
+            last_usage = deleted + disk_usage(
+                self.roots, stop_above=max(0, self.ceiling - deleted)
+            )
             last_walk = time.monotonic()
             walk_seconds = last_walk - began
             last_used = used_before
             if last_usage > self.ceiling:
                 self.stopped_it = True
+                self.deleted = deleted
                 self.stop()
                 return
 
@@ -305,17 +353,57 @@ class QuotaWatch:
         if not self.paths:
             return ""
         self.usage = disk_usage(self.paths, stop_above=self.ceiling)
-        if self.usage <= self.ceiling:
+        if self.usage <= self.ceiling and not self.stopped_it:
             if len(self.paths) == 1:
                 _remember(self.paths[0], self.usage)
             return ""
-        self.usage, message = over_quota_message(self.roots, self.quota_mb)
+        self.usage, message = over_quota_message(self.roots, self.deleted)
         _remember(self.paths[0], disk_usage(self.paths[:1]))
         grew = ""
         if self.ceiling > self.quota:
             grew = f" (and more than the {_size(self.ceiling)} it held at the start)"
         verb = "stopped: the command wrote" if self.stopped_it else "the command wrote"
-        return f"{verb} past the worktree's disk quota{grew}: {message}"
+        return (
+            f"{verb} past the worktree's disk quota of {self.quota_mb} MB{grew}: "
+            f"{message}"
+        )
+
+
+def _deleted_but_open(processes: Iterable[int], devices: set[int]) -> int:
+    """Bytes on `devices` in files the processes hold open (or mapped) that
+    no folder names any more."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in processes:
+        for kind in ("fd", "map_files"):
+            folder = f"/proc/{int(pid)}/{kind}"
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    info = os.stat(f"{folder}/{name}")
+                except OSError:
+                    continue
+                key = (info.st_dev, info.st_ino)
+                if (
+                    stat.S_ISREG(info.st_mode)
+                    and info.st_nlink == 0
+                    and info.st_dev in devices
+                    and key not in seen
+                ):
+                    seen.add(key)
+                    total += info.st_blocks * 512
+    return total
+
+
+def _devices(roots: Sequence[Path]) -> set[int]:
+    devices = set()
+    for root in roots:
+        with contextlib.suppress(OSError):
+            devices.add(os.stat(root).st_dev)
+    return devices
 
 
 def _labelled(roots: Roots) -> dict[Path, str]:

@@ -1,8 +1,9 @@
 """A worktree holds at most its disk quota: a command writing past it is
 stopped while it runs (not when it ends), and told what fills the worktree;
 a worktree already over its quota may shrink but not grow; a QA check's
-output folder counts too; the measure follows no symlink out of the
-worktree and counts a hard-linked file once."""
+output folder counts too, and so do files deleted while still written; a
+folder nested too deep to measure counts as over; the measure follows no
+symlink out of the worktree and counts a hard-linked file once."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_a_command_writing_past_the_quota_is_stopped_while_it_runs(jail):
     assert "STILL RUNNING" not in result.output
     assert result.limit == "disk" and not result.ok and not result.timed_out
     assert result.note.startswith("stopped: the command wrote past")
-    assert "over its disk quota of 50 MB" in result.note
+    assert "past the worktree's disk quota of 50 MB" in result.note
     assert "data/raw/big.bin" in result.note
 
 
@@ -69,6 +70,42 @@ def test_a_check_output_folder_counts_within_the_quota(jail, tmp_path):
     )
     assert result.limit == "disk"
     assert "/codex/out/report.xml" in result.note
+
+
+DELETED_WRITER = r"""
+import os, time
+kept = []
+for number in range(4):
+    handle = open(f"hidden{number}", "wb")
+    os.unlink(f"hidden{number}")
+    handle.write(b"x" * (30 * 1024 * 1024))
+    handle.flush()
+    kept.append(handle)
+print("WROTE", flush=True)
+time.sleep(30)
+print("STILL RUNNING", flush=True)
+"""
+
+
+def test_files_deleted_while_still_written_count_too(jail):
+    started = time.monotonic()
+    result = limited(jail).run(["python3", "-c", DELETED_WRITER])
+    assert time.monotonic() - started < 15
+    assert "STILL RUNNING" not in result.output
+    assert result.limit == "disk"
+    assert "deleted while still writing them" in result.note
+
+
+def test_a_folder_nested_too_deep_to_measure_counts_as_over(jail):
+    script = (
+        "name=$(printf 'a%.0s' $(seq 200)); "
+        "for i in $(seq 25); do mkdir $name && cd $name || exit 3; done; "
+        "echo x > deep.txt && echo MADE"
+    )
+    result = limited(jail).run(["bash", "-c", script])
+    assert "MADE" in result.output
+    assert result.limit == "disk"
+    assert "nested too deep to measure" in result.note
 
 
 def test_the_measure_follows_no_symlink_and_counts_a_hard_link_once(tmp_path):

@@ -18,7 +18,7 @@ def test_the_jail_of_a_task_worktree_has_its_repositorys_quota(
     assert jail.limits.worktree_quota_mb == 20
     result = jail.run(["bash", "-c", "head -c 40M /dev/zero > big.bin; sleep 30"])
     assert result.limit == "disk"
-    assert "over its disk quota of 20 MB" in result.note
+    assert "disk quota of 20 MB" in result.note
 
 
 def test_a_folder_of_no_repository_gets_the_default(db, bubblewrap, tmp_path):
