@@ -46,9 +46,11 @@ BACKGROUND_WALK_SHARE = 0.05
 # Once the filesystem grew by more than the worktree's room, walks may take
 # a bigger share: the command may be filling the worktree right now.
 GROWTH_WALK_SHARE = 0.25
-REPORT_ENTRIES = 8
 # What a worktree with a path too long to open counts as: over any quota.
 UNMEASURABLE = 2**62
+# What the agent is shown: the biggest entries, listed within a time limit,
+# names cut to a length.
+REPORT_ENTRIES = 8
 REPORT_SECONDS = 5.0
 NAME_CHARS = 160
 
