@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +32,8 @@ from pathlib import Path
 CGROUP_FS = Path("/sys/fs/cgroup")
 # Where cgroup v2's unified tree may be mounted (alone, or beside v1's).
 V2_ROOTS = (CGROUP_FS, CGROUP_FS / "unified")
+# A busy cgroup is retried for a minute (0.2 s apart) before it is left.
+LATE_REMOVAL_TRIES = 300
 
 
 class CommandCgroup:
@@ -110,17 +113,30 @@ class CommandCgroup:
 
     def remove(self) -> None:
         """Remove the cgroups (they must be empty: killed processes leave as
-        the kernel reaps them, so a few tries may be needed)."""
-        for folder in self.folders:
-            for _ in range(50):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    self.kill_all()
-                    time.sleep(0.01)
+        the kernel reaps them, so a few tries may be needed). One still busy
+        after half a second (a namespace freeing a full tmpfs) is removed by
+        a thread of its own, so that no empty cgroup is left behind."""
+        left = [folder for folder in self.folders if not self._rmdir(folder, 50)]
+        if left:
+            threading.Thread(
+                target=self._remove_later, args=(left,), daemon=True
+            ).start()
+
+    def _rmdir(self, folder: Path, tries: int, pause: float = 0.01) -> bool:
+        for _ in range(tries):
+            try:
+                folder.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                self.kill_all()
+                time.sleep(pause)
+        return False
+
+    def _remove_later(self, folders: list[Path]) -> None:
+        for folder in folders:
+            self._rmdir(folder, LATE_REMOVAL_TRIES, pause=0.2)
 
 
 def _set_memory(folder: Path, version: int, limit: int | None) -> bool:
