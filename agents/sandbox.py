@@ -39,7 +39,7 @@ from agents.sandbox_tools import sandbox_tools
 from agents.search import Searching
 from agents.shell import JailedCommands
 from agents.tools import Tool, ToolError
-from integrations.jail import CommandResult, Jail
+from integrations.jail import CommandResult, Jail, worktree_over_quota
 
 __all__ = ["WRITE_TOOLS", "CommandResult", "Sandbox"]
 
@@ -134,6 +134,8 @@ class Sandbox(FileReading, Searching, JailedCommands):
         replace_file(target, data)
         name = self.relative(target)
         self.files_changed.add(name)
+        if over := worktree_over_quota(self.root, self._jail):
+            raise ToolError(over)
         report = change_report(name, before, content)
         return f"wrote {len(data)} bytes to {name}\n{report}", [name]
 
@@ -182,6 +184,8 @@ class Sandbox(FileReading, Searching, JailedCommands):
         times = f" ({count} replacements)" if len(edits) > 1 else ""
         if len(edits) == 1 and edits[0].replace_all and count > 1:
             times = f" ({count} occurrences)"
+        if over := worktree_over_quota(self.root, self._jail):
+            raise ToolError(over)
         return f"edited {name}{times}\n{change_report(name, text, updated)}", [name]
 
     def _text_before_write(self, target: Path, path: str) -> str | None:
@@ -228,6 +232,8 @@ class Sandbox(FileReading, Searching, JailedCommands):
         os.replace(origin, target)
         names = [self.relative(origin), self.relative(target)]
         self.files_changed.update(names)
+        if over := worktree_over_quota(self.root, self._jail):
+            raise ToolError(over)
         return f"moved {names[0]} to {names[1]}", names
 
     # -- as model tools -------------------------------------------------------

@@ -58,6 +58,7 @@ class RepositoryAdmin(admin.ModelAdmin):
                     "setup_network_hosts",
                     "command_allow_list",
                     "sandbox_image",
+                    "worktree_quota_mb",
                 ]
             },
         ),

@@ -220,6 +220,15 @@ class Repository(models.Model):
         help_text="Container backends only (CODEX_SANDBOX=docker or podman): the "
         "image commands run in. Blank: CODEX_SANDBOX_IMAGE.",
     )
+    worktree_quota_mb = models.PositiveIntegerField(
+        default=1024,
+        validators=[MinValueValidator(16), MaxValueValidator(1024 * 1024)],
+        verbose_name="worktree quota (MB)",
+        help_text="The most disk one agent's worktree of this repository may "
+        "hold, in MB (its checkout, what setup installs, what commands and "
+        "tools write). A command that writes past it is stopped and told what "
+        "fills the worktree. Raise it for a repository bigger than 1 GB.",
+    )
     command_allow_list = models.CharField(
         max_length=COMMAND_MAX_LENGTH,
         blank=True,

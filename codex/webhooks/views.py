@@ -6,7 +6,9 @@ checks, each refusing before the next costs anything:
 1. no GITHUB_WEBHOOK_SECRET configured → 503 (unsigned deliveries are refused,
    never accepted);
 2. Content-Length over CODEX_WEBHOOK_MAX_BYTES → 413, before reading; the bytes
-   actually read are checked too (a lying or missing Content-Length);
+   actually read are checked too (a lying or missing Content-Length), and a
+   chunked body (no Content-Length) is read from the server's stream to the
+   same limit → 413 (411 where the server cannot say where it ends);
 3. X-Hub-Signature-256 missing or wrong → 401, before the body is parsed;
 4. missing or malformed X-GitHub-Event / X-GitHub-Delivery → 400 (without a
    delivery id there is nothing to store it under);
@@ -155,9 +157,13 @@ def _receive(request: HttpRequest) -> JsonResponse:
         return error(400, "bad_content_length", "Content-Length is not a number.")
     if declared > limit:
         return _too_large(limit)
-    # Read the stream ourselves: request.body would apply Django's own
-    # DATA_UPLOAD_MAX_MEMORY_SIZE instead of our limit.
-    body = request.read(limit + 1)
+    body = _read_body(request, limit)
+    if body is None:
+        return error(
+            411,
+            "length_required",
+            "A body without Content-Length cannot be read here; send its length.",
+        )
     if len(body) > limit:
         return _too_large(limit)
     if not signature_is_valid(body, secret, request.headers.get("X-Hub-Signature-256")):
@@ -259,6 +265,32 @@ def _keep_unprocessable(
         },
         status=202,
     )
+
+
+def _read_body(request: HttpRequest, limit: int) -> bytes | None:
+    """At most `limit` + 1 bytes of the body, whatever its framing; None for a
+    body of unknown length the server has not framed for us.
+
+    Read from the stream: request.body would apply Django's own
+    DATA_UPLOAD_MAX_MEMORY_SIZE instead of our limit. Django reads only
+    Content-Length bytes, so a chunked body (no Content-Length) would look
+    empty; gunicorn de-chunks it and says where it ends
+    (`wsgi.input_terminated`), so it is read from the server's stream.
+    """
+    if request.META.get("CONTENT_LENGTH") or not request.META.get(
+        "HTTP_TRANSFER_ENCODING"
+    ):
+        return request.read(limit + 1)
+    if not request.META.get("wsgi.input_terminated"):
+        return None
+    stream = request.META["wsgi.input"]
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = stream.read(min(65536, limit + 1 - len(body)))
+        if not chunk:
+            break
+        body.extend(chunk)
+    return bytes(body)
 
 
 def _too_large(limit: int) -> JsonResponse:

@@ -32,6 +32,11 @@ from integrations.jail.backends import (
 )
 from integrations.jail.limits import Limits
 from integrations.jail.process import CommandResult, supervise
+from integrations.jail.quota import (
+    check_after_write,
+    quota_mb_for,
+    register_quota_lookup,
+)
 
 __all__ = [
     "BACKENDS",
@@ -45,7 +50,9 @@ __all__ = [
     "configured_backend",
     "forget_backends",
     "limits_from_settings",
+    "register_quota_lookup",
     "unjailed_warning",
+    "worktree_over_quota",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,10 +60,16 @@ logger = logging.getLogger(__name__)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The repository's own environments come first on PATH.
 PROJECT_PATH = f"{WORKSPACE}/.venv/bin:{WORKSPACE}/node_modules/.bin"
+# A worktree's disk quota when no repository sets one (Repository's default).
+DEFAULT_WORKTREE_QUOTA_MB = 1024
 
 
-def limits_from_settings() -> Limits:
-    """The limits of one command, from the CODEX_SANDBOX_* settings."""
+def limits_from_settings(worktree: str | os.PathLike[str] | None = None) -> Limits:
+    """The limits of one command, from the CODEX_SANDBOX_* settings, with
+    the disk quota of `worktree`'s repository."""
+    quota = DEFAULT_WORKTREE_QUOTA_MB
+    if worktree is not None:
+        quota = quota_mb_for(Path(worktree), DEFAULT_WORKTREE_QUOTA_MB)
     return Limits(
         wall_seconds=float(settings.CODEX_SANDBOX_COMMAND_TIMEOUT),
         cpu_seconds=int(settings.CODEX_SANDBOX_CPU_SECONDS),
@@ -64,7 +77,20 @@ def limits_from_settings() -> Limits:
         max_processes=int(settings.CODEX_SANDBOX_MAX_PROCESSES),
         max_file_mb=int(settings.CODEX_SANDBOX_MAX_FILE_MB),
         output_chars=int(settings.CODEX_AGENT_TOOL_OUTPUT_CHARS),
+        worktree_quota_mb=quota,
     )
+
+
+def worktree_over_quota(worktree: str | os.PathLike[str], jail: Jail | None) -> str:
+    """Checked after each write of the agent's file tools: "" while the
+    worktree holds no more than its quota (the jail's, else its
+    repository's), else what the agent is told, with what fills it."""
+    root = Path(worktree).resolve()
+    if jail is not None:
+        quota = jail.limits.worktree_quota_mb
+    else:
+        quota = quota_mb_for(root, DEFAULT_WORKTREE_QUOTA_MB)
+    return check_after_write(root, quota)
 
 
 def configured_backend() -> Backend:
@@ -125,10 +151,11 @@ class Jail:
             for folder in settings.CODEX_SANDBOX_READONLY_PATHS
             if folder and Path(folder).is_dir()
         ]
+        root = Path(worktree).resolve(strict=True)
         return cls(
-            worktree=Path(worktree).resolve(strict=True),
+            worktree=root,
             backend=backend or configured_backend(),
-            limits=limits or limits_from_settings(),
+            limits=limits or limits_from_settings(root),
             path=settings.CODEX_SANDBOX_PATH or "",
             extra_env=dict(settings.CODEX_SANDBOX_ENV or {}),
             readonly=tuple(readonly),
@@ -215,11 +242,15 @@ class Jail:
         `outputs`: a host folder the command sees writable at OUTPUT_DIR.
         `egress`, `env`: the setup step's proxy folder and its variables.
         `on_output`: given the output as it comes (process.supervise).
+        The worktree and `outputs` are held to the worktree's disk quota.
         """
         limits = self.limits.with_wall(timeout)
         inside = str(PurePosixPath(WORKSPACE) / cwd) if cwd != "." else WORKSPACE
         spec = self._spec(outputs, egress, env)
         launch = self.backend.command(spec, argv, inside, limits)
+        watch = {self.worktree: ""}
+        if outputs is not None:
+            watch[Path(outputs)] = OUTPUT_DIR if self.jailed else str(outputs)
         with tempfile.TemporaryDirectory(prefix="codex-home-") as home:
             if not self.backend.jailed:
                 # Unjailed, the home is a folder of the host's, never the worktree.
@@ -230,6 +261,7 @@ class Jail:
                 cwd=launch.cwd,
                 limits=limits,
                 cgroup=self.backend.supervisor_limits,
+                watch=watch,
                 on_kill=(lambda: self.backend.stop(launch.handle))
                 if launch.handle
                 else None,

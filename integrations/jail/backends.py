@@ -57,6 +57,10 @@ ETC_ENTRIES = (
     "python3",
 )
 
+# The jail's tmpfs folders (Limits.tmpfs_bytes names them) and where each is
+# mounted; home is /home, so that JAIL_HOME can be made in it.
+TMPFS_MOUNTS = (("/tmp", "/tmp"), ("home", "/home"), ("/dev/shm", "/dev/shm"))
+
 
 class JailUnavailable(Exception):
     """No backend can jail commands here: why, and the one step that fixes it."""
@@ -150,6 +154,7 @@ class BubblewrapBackend(Backend):
     def __init__(self, executable: str | None = None) -> None:
         self.executable = executable or shutil.which("bwrap") or ""
         self._problem: JailUnavailable | None | bool = False
+        self._sized: bool | None = None
 
     def problem(self) -> JailUnavailable | None:
         if self._problem is not False:
@@ -206,8 +211,6 @@ class BubblewrapBackend(Backend):
             "/proc",
             "--dev",
             "/dev",
-            "--tmpfs",
-            "/tmp",
         ]
 
     def _system(self) -> list[str]:
@@ -231,9 +234,37 @@ class BubblewrapBackend(Backend):
         ]
         return args
 
+    def _tmpfs(self, limits) -> list[str]:
+        """/tmp, home and /dev/shm, each a tmpfs of a size its own (their sizes
+        add up to the memory limit, which counts their pages too); /dev, a
+        tmpfs bubblewrap makes, read-only (its device nodes still work)."""
+        args: list[str] = []
+        for folder, mounted in TMPFS_MOUNTS:
+            if self.sized_tmpfs():
+                args += ["--size", str(limits.tmpfs_bytes(folder))]
+            args += ["--tmpfs", mounted]
+        return [*args, "--remount-ro", "/dev", "--dir", JAIL_HOME]
+
+    def sized_tmpfs(self) -> bool:
+        """Whether this bubblewrap sizes a tmpfs (`--size`, since 0.5.0);
+        where not, only the memory cgroup bounds them."""
+        if self._sized is None:
+            try:
+                shown = subprocess.run(
+                    [self.executable, "--help"],
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                    check=False,
+                )
+                self._sized = "--size" in shown.stdout + shown.stderr
+            except (OSError, subprocess.TimeoutExpired):
+                self._sized = False
+        return self._sized
+
     def command(self, spec: JailSpec, argv: Sequence[str], cwd: str, limits) -> Launch:
         args = [self.executable, *self._namespaces(), *self._system()]
-        args += ["--tmpfs", "/home", "--dir", JAIL_HOME]
+        args += self._tmpfs(limits)
         for folder in spec.readonly:
             args += ["--ro-bind", str(folder), str(folder)]
         args += ["--bind", str(spec.worktree), WORKSPACE]
@@ -303,6 +334,8 @@ class ContainerBackend(Backend):
             f"{JAIL_UID}:{JAIL_UID}",
             "--pids-limit",
             str(limits.max_processes),
+            # Memory plus swap = memory: no swap. The container's tmpfs pages
+            # are charged to its memory cgroup, as in bubblewrap.
             "--memory",
             f"{limits.memory_mb}m",
             "--memory-swap",
@@ -311,10 +344,13 @@ class ContainerBackend(Backend):
             f"cpu={limits.cpu_seconds}",
             "--ulimit",
             f"fsize={limits.max_file_mb * 1024 * 1024}",
+            # The engine's own tmpfs options (noexec, nosuid, nodev) and a size.
             "--tmpfs",
-            "/tmp",
+            f"/tmp:size={limits.tmpfs_bytes('/tmp')}",
             "--tmpfs",
-            JAIL_HOME,
+            f"{JAIL_HOME}:size={limits.tmpfs_bytes('home')}",
+            "--shm-size",
+            str(limits.tmpfs_bytes("/dev/shm")),
             "--volume",
             f"{spec.worktree}:{WORKSPACE}",
         ]

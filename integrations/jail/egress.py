@@ -8,13 +8,13 @@ the jail listens on 127.0.0.1:3128 and `HTTPS_PROXY` points there, so pip, npm
 and their kin reach the allowed hosts on port 443. The proxy refuses any other
 host or port, plain HTTP, and any name that resolves to an address of this
 machine or its private networks (a registry name pointed at the worker's
-PostgreSQL is refused). Agents' commands never get it.
+PostgreSQL is refused, and so is an address that maps or tunnels to one:
+`integrations.jail.addresses`). Agents' commands never get it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import re
 import select
@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from integrations.jail.addresses import is_public_address
 from integrations.jail.backends import EGRESS_DIR
 
 logger = logging.getLogger(__name__)
@@ -94,11 +95,6 @@ def allowed_host_list(text: str) -> list[str]:
     return hosts
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    return ip.is_global and not ip.is_multicast
-
-
 class EgressProxy:
     """A CONNECT proxy for `hosts` on a Unix socket in a folder of its own,
     for the time of a `with` block."""
@@ -109,7 +105,7 @@ class EgressProxy:
         *,
         ports: Iterable[int] = (443,),
         resolve: Callable[[str, int], set[str]] | None = None,
-        address_allowed: Callable[[str], bool] = _public,
+        address_allowed: Callable[[str], bool] = is_public_address,
     ) -> None:
         """`resolve` and `address_allowed` are seams for tests (a registry on
         loopback); the product uses DNS and refuses non-public addresses."""

@@ -1,30 +1,27 @@
-"""What one jailed command may use: time, CPU, memory, processes, file size.
+"""What one jailed command may use: time, CPU, memory, processes, file size,
+its tmpfs folders and its worktree's disk.
 
-The wall-clock limit is enforced by the supervisor (`process.supervise`); the
-others by the kernel, as resource limits set in the child before the backend
-starts, and, where Codex may create one, a pids cgroup of the command's own.
-
-Why a cgroup: the kernel does not count RLIMIT_NPROC for processes whose real
-user is root outside their user namespace, and a worker running as root maps
-the jail's user to root. The cgroup holds there; elsewhere the rlimit does.
+The wall-clock limit and the worktree's quota are enforced by the supervisor
+(`process.supervise`, `quota.QuotaWatch`); processes and memory by cgroups of
+the command's own where Codex may create them (`cgroups.CommandCgroup`); the
+rest by the kernel, as resource limits set in the child before the backend
+starts. Where no cgroup can be made, RLIMIT_NPROC and RLIMIT_DATA stand in
+for it (per process, so weaker). docs/jail.md has the table.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import resource
-import time
-import uuid
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 MEGABYTE = 1024 * 1024
 
-# Where a pids controller may be mounted: cgroup v2's unified tree, or v1's.
-CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
-CGROUP_V1_PIDS = Path("/sys/fs/cgroup/pids")
+# The share of the memory limit each of the jail's tmpfs folders may hold:
+# they add up to the limit, so even where no memory cgroup counts them
+# together they cannot hold more than it.
+TMPFS_SHARES = {"/tmp": 0.5, "home": 0.25, "/dev/shm": 0.25}
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,7 @@ class Limits:
     max_processes: int = 256
     max_file_mb: int = 512
     output_chars: int = 20_000
+    worktree_quota_mb: int = 1024
 
     def __post_init__(self) -> None:
         for name in (
@@ -46,6 +44,7 @@ class Limits:
             "max_processes",
             "max_file_mb",
             "output_chars",
+            "worktree_quota_mb",
         ):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool):
@@ -68,17 +67,25 @@ class Limits:
             cpu_seconds=max(1, min(self.cpu_seconds, math.ceil(wall))),
         )
 
-    def rlimits(self) -> list[tuple[int, int]]:
-        """(resource, value) pairs set in the child before it starts."""
+    def tmpfs_bytes(self, folder: str) -> int:
+        """The size of the jail's tmpfs `folder` (/tmp, home, /dev/shm)."""
+        return int(self.memory_mb * MEGABYTE * TMPFS_SHARES[folder])
+
+    def rlimits(
+        self, *, memory_cgroup: bool = False, pids_cgroup: bool = False
+    ) -> list[tuple[int, int]]:
+        """(resource, value) pairs set in the child before it starts; the
+        memory and process limits only where no cgroup holds them."""
         pairs = [
             (resource.RLIMIT_CPU, int(self.cpu_seconds)),
-            # The data segment, not the address space: runtimes such as V8 and
-            # Go reserve far more address space than they ever use.
-            (resource.RLIMIT_DATA, int(self.memory_mb) * MEGABYTE),
             (resource.RLIMIT_FSIZE, int(self.max_file_mb) * MEGABYTE),
             (resource.RLIMIT_CORE, 0),
         ]
-        if os.geteuid() != 0:
+        if not memory_cgroup:
+            # The data segment, not the address space: runtimes such as V8 and
+            # Go reserve far more address space than they ever use.
+            pairs.append((resource.RLIMIT_DATA, int(self.memory_mb) * MEGABYTE))
+        if not pids_cgroup and os.geteuid() != 0:
             pairs.append((resource.RLIMIT_NPROC, int(self.max_processes)))
         return pairs
 
@@ -90,77 +97,3 @@ def apply_rlimits(pairs: list[tuple[int, int]]) -> None:
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(which, (value, value))
-
-
-class PidsCgroup:
-    """A pids cgroup for one command, when this process may create one.
-
-    `path` is None where no writable pids controller exists (or none was
-    asked for); the command then relies on RLIMIT_NPROC alone.
-    """
-
-    def __init__(self, max_processes: int | None) -> None:
-        self.path: Path | None = None
-        parent = _writable_pids_root() if max_processes else None
-        if parent is None:
-            return
-        path = parent / f"codex-jail-{uuid.uuid4().hex[:12]}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(int(max_processes)))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return
-        self.path = path
-
-    def procs_file(self) -> str | None:
-        """The file a child writes its pid to, to join the cgroup."""
-        return str(self.path / "cgroup.procs") if self.path else None
-
-    def kill_all(self) -> None:
-        """SIGKILL every process still in the cgroup."""
-        if self.path is None:
-            return
-        with contextlib.suppress(OSError):
-            for line in (self.path / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(line), 9)
-
-    def remove(self) -> None:
-        """Remove the cgroup (it must be empty: killed processes leave it as
-        the kernel reaps them, so a few tries may be needed)."""
-        if self.path is None:
-            return
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                self.kill_all()
-                time.sleep(0.01)
-
-
-_PIDS_ROOT: list[Path | None] = []
-
-
-def _writable_pids_root() -> Path | None:
-    """The cgroup folder new pids cgroups go under, found once per process."""
-    if _PIDS_ROOT:
-        return _PIDS_ROOT[0]
-    found = None
-    candidates = [CGROUP_V1_PIDS]
-    for root in CGROUP_ROOTS:
-        controllers = root / "cgroup.subtree_control"
-        with contextlib.suppress(OSError):
-            if "pids" in controllers.read_text().split():
-                candidates.insert(0, root)
-    for candidate in candidates:
-        is_cgroup = (candidate / "cgroup.procs").exists()
-        if is_cgroup and os.access(candidate, os.W_OK):
-            found = candidate
-            break
-    _PIDS_ROOT.append(found)
-    return found

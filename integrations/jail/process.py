@@ -1,11 +1,15 @@
-"""Supervising one jailed command: output kept with a cap, killed on time.
+"""Supervising one jailed command: output kept with a cap, killed on time,
+on running out of memory, or on filling its worktree.
 
 The command runs in a session and process group of its own, under the limits
-of `limits.Limits`. The call returns at its wall-clock limit whatever the
-command's descendants do: the group and the command's cgroup are killed, the
-backend's namespace dies with its first process, and the reader of the output
-is given a bounded time to drain even while some descendant still holds the
-pipe open.
+of `limits.Limits`, in cgroups of its own (`cgroups.CommandCgroup`). The call
+returns at its wall-clock limit whatever the command's descendants do: the
+group and the command's cgroups are killed, the backend's namespace dies with
+its first process, and the reader of the output is given a bounded time to
+drain even while some descendant still holds the pipe open. A command the
+kernel killed a process of for its memory limit is stopped whole and says
+so; one that writes its worktree past its quota is stopped within a poll
+(`quota.QuotaWatch`) and told what fills it.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from integrations.jail.limits import Limits, PidsCgroup, apply_rlimits
+from integrations.jail.cgroups import CommandCgroup
+from integrations.jail.limits import MEGABYTE, Limits, apply_rlimits
+from integrations.jail.quota import QuotaWatch
 
 # A runaway command is killed once it has printed this much, well before its
 # timeout, so it cannot fill memory while the reader discards what it prints.
@@ -26,6 +34,9 @@ KILL_AFTER_OUTPUT_BYTES = 20_000_000
 
 # How long the reader may drain the pipe after the command ended or was killed.
 DRAIN_SECONDS = 1.0
+# How often the supervisor looks whether the kernel killed a process of the
+# command for its memory limit (then the whole command is stopped).
+OOM_POLL_SECONDS = 0.1
 
 SIGNAL_NOTES = {
     signal.SIGXCPU: "the CPU time limit was reached",
@@ -36,17 +47,22 @@ SIGNAL_NOTES = {
 
 @dataclass
 class CommandResult:
-    """How a command ended and what it printed (capped, head and tail)."""
+    """How a command ended and what it printed (capped, head and tail).
+
+    `limit` names the limit that ended it, or that it went over: "time",
+    "output", "memory" or "disk"; "" when none did. `note` says it in words
+    (also at the end of `output`)."""
 
     exit_code: int | None
     output: str
     total_bytes: int
     timed_out: bool
     note: str = ""
+    limit: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.timed_out and self.exit_code == 0
+        return not self.timed_out and self.exit_code == 0 and not self.limit
 
 
 class _Capture:
@@ -95,20 +111,38 @@ def supervise(
     cgroup: bool = True,
     on_kill: Callable[[], None] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    watch: Sequence[Path] | Mapping[Path, str] = (),
 ) -> CommandResult:
     """Run `argv` under `limits` and return how it ended.
 
-    `on_kill` is called, besides killing the process group and the cgroup,
-    when the command is stopped early (a container backend stops its
-    container there). `on_output` is given each chunk of output as it is
-    read (a live log); what it raises is ignored.
+    `cgroup`: whether the command gets cgroups of its own (not for a
+    container CLI, whose engine applies the limits). `on_kill` is called,
+    besides killing the process group and the cgroups, when the command is
+    stopped early (a container backend stops its container there).
+    `on_output` is given each chunk of output as it is read (a live log);
+    what it raises is ignored. `watch`: the folders held to
+    `limits.worktree_quota_mb` (the worktree first).
     """
-    group = PidsCgroup(limits.max_processes if cgroup else None)
-    rlimits = limits.rlimits()
-    procs_file = group.procs_file()
+    process: subprocess.Popen[bytes] | None = None
+
+    def stop() -> None:
+        if process is not None:
+            _kill_group(process)
+        group.kill_all()
+        if on_kill is not None:
+            on_kill()
+
+    if cgroup:
+        group = CommandCgroup(limits.max_processes, limits.memory_mb * MEGABYTE)
+    else:
+        group = CommandCgroup.none()
+    rlimits = limits.rlimits(
+        memory_cgroup=group.memory is not None, pids_cgroup=group.pids is not None
+    )
+    procs_files = group.procs_files()
 
     def prepare_child() -> None:  # runs in the child, between fork and exec
-        if procs_file:
+        for procs_file in procs_files:
             fd = os.open(procs_file, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
@@ -119,6 +153,9 @@ def supervise(
     capture = _Capture(limits.output_chars)
     runaway = threading.Event()
     try:
+        # Measured before the command starts: what it writes cannot raise
+        # its room.
+        quota = QuotaWatch(watch, limits.worktree_quota_mb, stop, group.members)
         process = subprocess.Popen(
             list(argv),
             cwd=os.fspath(cwd),
@@ -133,12 +170,7 @@ def supervise(
     except BaseException:
         group.remove()
         raise
-
-    def stop() -> None:
-        _kill_group(process)
-        group.kill_all()
-        if on_kill is not None:
-            on_kill()
+    quota.start()
 
     def read() -> None:
         assert process.stdout is not None
@@ -155,31 +187,42 @@ def supervise(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    timed_out = False
-    try:
-        process.wait(timeout=limits.wall_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop()
-        process.wait()
+    timed_out = _wait(process, limits.wall_seconds, group, stop)
     # Descendants may outlive the first process (a double fork, setsid) and
-    # hold the pipe: the group and the cgroup go, then a bounded drain.
+    # hold the pipe: the group and the cgroups go, then a bounded drain.
     _kill_group(process)
     group.kill_all()
     reader.join(timeout=DRAIN_SECONDS)
     with contextlib.suppress(OSError):
         process.stdout.close()
+    over_quota = quota.finish()
+    out_of_memory = group.oom_kills() > 0
     group.remove()
-    text = capture.text()
-    note = ""
+    notes, limit = [], ""
     if runaway.is_set():
-        note = f"killed: printed more than {KILL_AFTER_OUTPUT_BYTES} bytes"
+        notes.append(f"killed: printed more than {KILL_AFTER_OUTPUT_BYTES} bytes")
+        limit = "output"
     elif timed_out:
-        note = f"timed out after {limits.wall_seconds:g}s and was killed"
-    elif process.returncode is not None and process.returncode < 0:
-        note = SIGNAL_NOTES.get(
-            -process.returncode, f"killed by signal {-process.returncode}"
+        notes.append(f"timed out after {limits.wall_seconds:g}s and was killed")
+        limit = "time"
+    if out_of_memory:
+        notes.append(
+            "killed: out of memory: the command went over its memory limit of "
+            f"{limits.memory_mb} MB (its processes and the files in its /tmp, "
+            "home and /dev/shm count together)"
         )
+        limit = limit or "memory"
+    if over_quota:
+        notes.append(over_quota)
+        limit = limit or "disk"
+    if not notes and process.returncode is not None and process.returncode < 0:
+        notes.append(
+            SIGNAL_NOTES.get(
+                -process.returncode, f"killed by signal {-process.returncode}"
+            )
+        )
+    note = "\n".join(notes)
+    text = capture.text()
     if note:
         text = f"{text}\n[{note}]" if text else f"[{note}]"
     return CommandResult(
@@ -188,7 +231,35 @@ def supervise(
         total_bytes=capture.total,
         timed_out=timed_out,
         note=note,
+        limit=limit,
     )
+
+
+def _wait(
+    process: subprocess.Popen[bytes],
+    seconds: float,
+    group: CommandCgroup,
+    stop: Callable[[], None],
+) -> bool:
+    """Wait for the command's first process; True when it timed out. A
+    process of the command killed for the memory limit stops the command
+    whole (cgroup v2 does that itself with memory.oom.group; v1 does not)."""
+    deadline = time.monotonic() + seconds
+    watch_memory = group.memory is not None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            stop()
+            process.wait()
+            return True
+        try:
+            process.wait(timeout=min(left, OOM_POLL_SECONDS) if watch_memory else left)
+            return False
+        except subprocess.TimeoutExpired:
+            if watch_memory and group.oom_kills() > 0:
+                stop()
+                process.wait()
+                return False
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
