@@ -4,11 +4,11 @@ git grep searches the tracked files (from the index), then, when the page
 wants more, the untracked ones git does not ignore; it skips binary files
 (`-I`) and everything that is not a regular file, and follows no symlink; it
 runs outside the jail, as all of Codex's git does, with the settings
-`integrations.git` pins. Patterns are RE2
-syntax: checked by RE2 first (an invalid pattern, or one RE2 cannot run in
-linear time such as a backreference, is refused), then run as a Perl-
-compatible pattern (`-P`, the same syntax); a plain string is `-F`. The
-pattern and the path always follow `-e` and `--`, so neither can be an option.
+`integrations.git` pins. Patterns are RE2 syntax: checked by RE2 first (an
+invalid pattern, or one RE2 cannot run in linear time such as a
+backreference, is refused), then run as a Perl- compatible pattern (`-P`,
+the same syntax); a plain string is `-F`. The pattern and the path always
+follow `-e` and `--`, so neither can be an option.
 
 Where git grep cannot answer (no git worktree, git without PCRE, a pattern
 that hits PCRE's backtracking limit), the same search runs in Python with RE2
