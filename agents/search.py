@@ -6,7 +6,7 @@ wants more, the untracked ones git does not ignore; it skips binary files
 runs outside the jail, as all of Codex's git does, with the settings
 `integrations.git` pins. Patterns are RE2 syntax: checked by RE2 first (an
 invalid pattern, or one RE2 cannot run in linear time such as a
-backreference, is refused), then run as a Perl- compatible pattern (`-P`,
+backreference, is refused), then run as a Perl-compatible pattern (`-P`,
 the same syntax); a plain string is `-F`. The pattern and the path always
 follow `-e` and `--`, so neither can be an option.
 
