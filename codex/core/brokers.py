@@ -18,8 +18,8 @@ good. These brokers claim every job they take instead:
 
 A job whose worker died while running it (the cluster lived on) is handed
 back with the count in its package (`codex_redeliveries`); past
-CODEX_JOB_REDELIVERIES it is given up instead (GIVE_UP_JOB: the failure is
-recorded, and a task step blocks its task with the reason), so a job that
+CODEX_JOB_REDELIVERIES it is given up instead (the apps record the failure
+through codex.core.worker_hooks, and a task step blocks its task), so a job that
 kills its worker every time cannot crash workers for ever.
 
 ClaimingORM is here; ClaimingRedis, the same on Redis, in codex.core.redis_broker.
@@ -47,12 +47,13 @@ import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connections
 from django.utils import timezone
-from django.utils.module_loading import import_string
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signals import pre_execute
 from django_q.signing import SignedPackage
+
+from codex.core import worker_hooks
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +61,6 @@ logger = logging.getLogger(__name__)
 JOBS_CHANNEL = "codex_jobs"
 # How often a job was handed back because its worker died running it.
 REDELIVERIES = "codex_redeliveries"
-# Records a job given up and blocks its task; by path, as the core knows no tasks.
-GIVE_UP_JOB = "codex.fleet.heartbeats.give_up_job"
 # ClaimingORM's acknowledgement on PostgreSQL: the job's row, while it is ours
 # (its key this cluster's claim, or the claim of one of its workers).
 ACKNOWLEDGE_SQL = (
@@ -164,7 +163,8 @@ class ClaimingBroker:
     def redelivery(self, payload: Any, counted: bool) -> Any:
         """The payload to hand back for a started job: with one redelivery
         more when `counted`; None when it had CODEX_JOB_REDELIVERIES already,
-        then the job is given up (GIVE_UP_JOB) and must be dropped."""
+        then the job is given up (codex.core.worker_hooks) and must be
+        dropped."""
         if not counted:
             return payload
         try:
@@ -180,10 +180,8 @@ class ClaimingBroker:
                 f"last {count} handed back; CODEX_JOB_REDELIVERIES is {limit})"
             )
             logger.error("giving up job %s: %s", package.get("name"), reason)
-            try:
-                import_string(GIVE_UP_JOB)(package, reason)
-            except Exception:  # noqa: BLE001 - dropped all the same, never looped
-                logger.exception("could not record giving up %s", package.get("name"))
+            # Dropped all the same, never looped, whatever the apps make of it.
+            worker_hooks.given_up_job(package, reason)
             return None
         package[REDELIVERIES] = count + 1
         return SignedPackage.dumps(package)

@@ -46,19 +46,14 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from codex.core import worker_hooks
 from codex.core.clusters import WorkerCluster, process_exists
 from codex.core.queue_lock import ReaderLockWatch, UnstartedJobWatch
 
 logger = logging.getLogger(__name__)
 
-# Frees what a dead worker held (task leases, running agent runs); by path,
-# because the core knows no tasks.
-RELEASE_DEAD_WORKER = "codex.fleet.heartbeats.release_dead_worker"
 # How often a cluster looks whether another one on its machine died.
 LOOK_SECONDS = 1.0
-# Loaded in the sentinel before it forks its workers: a setting naming a
-# class, or a path.
-WARM_UP = ("CODEX_PHASE_RUNNER", "codex.tasks.jobs.advance_task")
 
 
 def worker_holder(host: str, pid: int) -> str:
@@ -80,9 +75,10 @@ def hand_back_workers(
     jobs (and, with `unstarted`, the cluster's unstarted ones) to the queue;
     `counted`: their worker's death counts against the job (see
     ClaimingBroker.redelivery)."""
-    release = import_string(RELEASE_DEAD_WORKER)
+    # What a dead worker held (task leases, running agent runs) is freed by
+    # the apps that know it (codex.core.worker_hooks).
     for pid in pids:
-        release(worker_holder(host, pid), reason)
+        worker_hooks.dead_worker(worker_holder(host, pid), reason)
     return broker.hand_back(claim, pids=pids, unstarted=unstarted, counted=counted)
 
 
@@ -174,11 +170,7 @@ class ClusterKeeper:
         worker, the first ones and each one forked in place of a dead one,
         starts with it loaded instead of spending a second or more (more on a
         busy machine) importing the phase runner at its first step."""
-        for path in WARM_UP:
-            try:
-                import_string(getattr(settings, path, path))
-            except Exception:  # noqa: BLE001 - the worker imports it itself
-                logger.warning("could not import %s ahead of the workers", path)
+        worker_hooks.warm_up()
         prepare = getattr(settings, "CODEX_WORKER_WARM_UP", "")
         if prepare:
             try:

@@ -14,3 +14,17 @@ class TasksConfig(AppConfig):
         post_transition.connect(record_transition_event, dispatch_uid="task_event_log")
         # The console's Attention items register themselves on import.
         import codex.tasks.attention  # noqa: F401
+        from codex.core import worker_hooks
+
+        worker_hooks.on_warm_up(warm_up_steps)
+
+
+def warm_up_steps() -> None:
+    """Import what a worker's first step would (the step job and the phase
+    runner), in a cluster's sentinel before it forks its workers."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    import codex.tasks.jobs  # noqa: F401
+
+    import_string(settings.CODEX_PHASE_RUNNER)

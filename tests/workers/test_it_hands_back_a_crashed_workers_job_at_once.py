@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from codex.core import worker_hooks
 from codex.core.cluster_recovery import ClusterKeeper
 
 
@@ -43,11 +44,11 @@ class FakeBroker:
 
 @pytest.fixture
 def released(monkeypatch) -> list[str]:
-    """The workers whose task leases were freed (release_dead_worker)."""
+    """The workers whose task leases were freed (the apps' dead-worker
+    handlers, codex.core.worker_hooks)."""
     freed: list[str] = []
     monkeypatch.setattr(
-        "codex.core.cluster_recovery.import_string",
-        lambda path: lambda holder, reason: freed.append(holder),
+        worker_hooks, "_DEAD_WORKER", [lambda holder, reason: freed.append(holder)]
     )
     return freed
 

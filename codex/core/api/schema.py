@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -103,22 +102,6 @@ class ApiSchema(AutoSchema):
         if self.method == "POST" and self.is_idempotent():
             parameters.append(IDEMPOTENCY_KEY_PARAMETER)
         return parameters
-
-
-class HashedTokenScheme(OpenApiAuthenticationExtension):
-    """Describes `Authorization: Token <key>` (HashedTokenAuthentication)."""
-
-    target_class = "codex.accounts.authentication.HashedTokenAuthentication"
-    name = "tokenAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": 'Token authentication: "Token <key>". Operators issue '
-            "and revoke keys in the console.",
-        }
 
 
 def api_schema(**kwargs):
