@@ -102,7 +102,7 @@ def _run_on(
     try:
         run_git(["worktree", "add", "--detach", "--quiet", str(base), sha], worktree)
         jail = Jail.for_worktree(base, image=repository.sandbox_image)
-        if ensure_setup(jail, repository.setup_command):
+        if ensure_setup(jail, repository.setup_command, repository.setup_hosts):
             return None
         sandbox = Sandbox(base, jail=jail, allowed_commands=repository.allowed_commands)
         return qa.run_checks(sandbox, repository)
