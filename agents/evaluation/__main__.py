@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from django.core.management import call_command
 
+    # Its own database (agents.isolation): made or brought up to date first.
+    call_command("migrate", verbosity=0, interactive=False)
+
     from agents.evaluation.cases import CaseError, choose, load_suite, suite_folder
     from agents.evaluation.results import summary, table, write_report
     from agents.evaluation.runner import run_suite
@@ -82,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         print("error: no case matches", file=sys.stderr)
         return 2
-    call_command("migrate", verbosity=0, interactive=False)
     kind = "SCRIPTED (no model is called)" if agent != "model" else "REAL MODELS"
     print(
         f"Eval: {len(cases)} case(s) from {folder}, agent {agent}, {kind}, "

@@ -224,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from django.core.management import call_command
 
+    # Its own database (agents.isolation): made or brought up to date first.
+    call_command("migrate", verbosity=0, interactive=False)
+
     from agents.evaluation.results import table, write_report
     from codex.configuration.credentials import current_credential
 
@@ -245,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     except CaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    call_command("migrate", verbosity=0, interactive=False)
     out = arguments.out or state / "swebench"
     path, results = run_instances(
         cases,
