@@ -50,6 +50,38 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
+def egress_warnings(cases: list) -> list[str]:
+    """The cases' setup hosts the setup proxy would refuse from this machine
+    (they resolve to addresses that are not public and not among
+    CODEX_SETUP_EGRESS_NETWORKS), said before the run rather than found in
+    its notes."""
+    import socket
+
+    from agents.setup import operator_networks
+    from integrations.jail.egress import EgressProxy
+
+    allowed = (
+        operator_networks().get("address_allowed")
+        or (EgressProxy.__init__.__kwdefaults__["address_allowed"])
+    )
+    warnings = []
+    for host in sorted({h for case in cases for h in case.setup_hosts}):
+        try:
+            addresses = {info[4][0] for info in socket.getaddrinfo(host, 443)}
+        except OSError as exc:
+            warnings.append(f"{host} does not resolve ({exc}): setups needing it fail")
+            continue
+        refused = sorted(a for a in addresses if not allowed(a))
+        if refused:
+            warnings.append(
+                f"{host} resolves to {', '.join(refused)}, which the setup proxy "
+                "refuses (not public); cases whose setup needs it will fail unless "
+                "this machine's operator allows it: CODEX_SETUP_EGRESS_NETWORKS="
+                + ",".join(f"{a}/32" for a in refused)
+            )
+    return warnings
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, run the cases, write and print the results."""
     arguments = parser().parse_args(argv)
@@ -85,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         print("error: no case matches", file=sys.stderr)
         return 2
+    for warning in egress_warnings(cases):
+        print(f"WARNING: {warning}")
     kind = "SCRIPTED (no model is called)" if agent != "model" else "REAL MODELS"
     print(
         f"Eval: {len(cases)} case(s) from {folder}, agent {agent}, {kind}, "
