@@ -90,7 +90,6 @@ def instance_case(
     statement = str(instance["problem_statement"]).strip()
     first = statement.splitlines()[0].strip() if statement else ""
     title = first[:TITLE_CHARS] or str(instance["instance_id"])
-    hints = str(instance.get("hints_text") or "").strip()
     return Case(
         id=str(instance["instance_id"]),
         path=source.absolute(),
@@ -101,7 +100,9 @@ def instance_case(
             commit=str(instance["base_commit"]),
         ),
         title=title,
-        description=statement + (f"\n\nHints:\n{hints}" if hints else ""),
+        # The problem statement alone, as the benchmark's own runs give it
+        # (hints_text and the patches never reach the agents).
+        description=statement,
         acceptance_criteria="",
         tests=Tests(
             command=command,
