@@ -116,16 +116,25 @@ def _cost_header(kind: str) -> str:
 def table(results: list[CaseResult], *, agent: str = "") -> str:
     """The results as Markdown: what ran, a row per case and run, the total."""
     total = summary(results)
+    low, high = total["interval_95"]
     scripted = total["cost_kind"] == "simulated"
     head = [
         f"# Eval: agent {agent or '?'}"
         + (" (SCRIPTED: no model was called)" if scripted else ""),
         "",
-        f"Resolved {total['resolved']}/{total['attempts']} "
-        f"({100 * total['resolved_rate']:.1f} %, 95 % interval "
-        f"{100 * total['interval_95'][0]:.1f}-{100 * total['interval_95'][1]:.1f} %, "
-        f"{total['interval_method']}); {total['cases']} cases from "
-        f"{len(total['projects'])} projects in {', '.join(total['languages'])}.",
+        (
+            f"Resolved {total['resolved']}/{total['attempts']} "
+            f"({100 * total['resolved_rate']:.1f} %, 95 % interval "
+            f"{100 * low:.1f}-{100 * high:.1f} %, "
+            f"{total['interval_method']}); {total['cases']} cases from "
+            f"{len(total['projects'])} projects in {', '.join(total['languages'])}."
+        )
+        if any(r.judged for r in results)
+        else (
+            f"Not judged here (the benchmark's own harness judges the predictions); "
+            f"merged {sum(r.status.startswith('completed') for r in results)}/"
+            f"{total['attempts']}."
+        ),
         "",
     ]
     if scripted:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.demo import git
+from agents.evaluation.results import table
 from agents.evaluation.swebench import (
     instance_case,
     mirror_of,
@@ -176,3 +177,4 @@ def test_an_unmerged_task_predicts_an_empty_patch(fixture, tmp_path, venv_toolch
     (line,) = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert line["instance_id"] == "acme__greet-2" and line["model_patch"] == ""
     assert not results[0].resolved and not results[0].judged
+    assert "Not judged here" in table(results, agent="empty")
