@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -124,13 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         f"Eval: {len(cases)} case(s) from {folder}, agent {agent}, {kind}, "
         f"{arguments.repeat} run(s); state in {state}"
     )
+    # Scratch of this process alone (worktrees, mirrors, the cases'
+    # repositories): a second eval at the same time keeps its own.
+    work = state / "work" / str(os.getpid())
     results = run_suite(
         cases,
         agent=agent,
-        root=state / "work",
+        root=work,
         cache=state / "cache",
         repeat=arguments.repeat,
     )
+    shutil.rmtree(work, ignore_errors=True)
     out = arguments.out or state
     path = write_report(results, out, agent=agent, suite=str(folder))
     print(table(results, agent=agent))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -162,8 +163,6 @@ def run_instances(
 ) -> tuple[Path, list[Any]]:
     """Every case through the pipeline; predictions.jsonl in `out` and the
     results (resolved only where `judged`)."""
-    import shutil
-
     from django.test import override_settings
 
     from agents.demo import steps_driven_here
@@ -250,15 +249,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = arguments.out or state / "swebench"
+    work = state / "work" / str(os.getpid())
     path, results = run_instances(
         cases,
         agent=arguments.agent,
-        root=state / "work",
+        root=work,
         cache=state / "cache",
         out=out,
         judged=bool(arguments.test_command),
     )
     write_report(results, out, agent=arguments.agent, suite=str(arguments.instances))
+    shutil.rmtree(work, ignore_errors=True)
     print(table(results, agent=arguments.agent))
     print(f"Predictions for the official harness: {path}")
     return 0
