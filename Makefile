@@ -63,8 +63,9 @@ run: $(VENV)/.installed-base $(STATIC_STAMP)
 	$(PY) manage.py codex_run --prepare --addrport $(HOST):$(PORT)
 
 ## demo: a scripted walk through all six phases on a sample repository of the
-## local forge (var/demo/; pre-recorded model answers, no key needed). QA runs
-## the sample project's pytest in the jail, from a toolchain of its own
+## local forge (pre-recorded model answers, no key needed), in a database and
+## queue of its own (var/demo/, never the one `make run` uses). QA runs the
+## sample project's pytest in the jail, from a toolchain of its own
 ## (var/toolchains/pytest, bound read-only into the jail), not Codex's venv.
 DEMO_TOOLCHAIN := $(VAR)/toolchains/pytest
 
@@ -74,14 +75,18 @@ $(DEMO_TOOLCHAIN)/bin/pytest:
 
 demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
 	@$(JAIL_HINT)
-	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo
 	$(PY) manage.py demo --scenario fanout
 
-## eval: the agents on the built-in suite (10 requests, Python and JavaScript,
-## judged by hidden tests): real models with ANTHROPIC_API_KEY, scripted ones
-## without; writes var/eval/results.json and results.md. EVAL_ARGS="--case py-mul".
-eval: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
+## eval: cases through the whole pipeline, judged by their hidden tests
+## (docs/eval.md). The shipped suite `real`: 23 cases from 7 open-source
+## projects (Python, JavaScript) built from releases fetched from PyPI and npm
+## (pinned by sha256, cached under var/eval/cache). Real models with
+## ANTHROPIC_API_KEY, else scripted agents; in a database and queue of its own
+## (var/eval/); writes var/eval/results.json and results.md.
+## EVAL_ARGS="--agent gold", "--agent empty", "--case qs-skip-nulls",
+## "--cases DIR", "--repeat 3".
+eval: $(VENV)/.installed-base
 	@$(JAIL_HINT)
 	$(PY) -m agents.evaluation $(EVAL_ARGS)
 

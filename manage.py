@@ -6,6 +6,12 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["demo"]:
+        # The demo keeps its own database and queue, never `make run`'s
+        # (agents/isolation.py, docs/eval.md).
+        from agents.isolation import use_own_state
+
+        use_own_state("demo")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "codex.settings")
     from django.core.management import execute_from_command_line
 

@@ -416,6 +416,18 @@ def progress_comment(task) -> str:
     return found.body if found else ""
 
 
+def console_command() -> str:
+    """How to open the console on the database the demo wrote to: its own
+    (agents.isolation), so `make run` alone does not show it."""
+    from django.conf import settings
+
+    from agents.isolation import own_state
+
+    if own_state() == "demo":
+        return f"CODEX_VAR_DIR={settings.VAR_DIR} make run"
+    return "make run"
+
+
 def jail_line() -> str:
     """Where the agents' and QA's commands run, or why they cannot."""
     from integrations.jail import JailUnavailable, configured_backend
@@ -476,6 +488,6 @@ def report(result: DemoResult, out: Callable[[str], None]) -> None:
     out(f"main in {result.bare}:")
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")
-    out("See it in the console (make run, then log in):")
+    out(f"See it in the console ({console_command()}, then log in):")
     out(f"  {CONSOLE}/admin/tasks/task/{task.pk}/change/")
     out(f"  {CONSOLE}/tasks/{task.task_id}/")

@@ -474,3 +474,54 @@ def server_sent_events(payload: dict[str, Any]) -> bytes:
     )
     events.append(_event("message_stop", {}))
     return b"".join(events)
+
+
+# -- a conversation per phase -------------------------------------------------
+
+# The submit_result property only one role's schema has, and its phase.
+PHASE_MARKERS = {
+    "should_proceed": "intake",
+    "plan_md": "planning",
+    "commit_message": "implementation",
+    "recommendation": "verification",
+    "assessment": "review",
+    "release_notes": "release",
+}
+
+
+def phase_of(body: Mapping[str, Any]) -> str:
+    """The phase a request belongs to, from its submit_result tool's schema
+    ("" when none is known)."""
+    for tool in body.get("tools") or []:
+        if tool.get("name") == "submit_result":
+            properties = (tool.get("input_schema") or {}).get("properties") or {}
+            for marker, phase in PHASE_MARKERS.items():
+                if marker in properties:
+                    return phase
+    return ""
+
+
+def turn_of(body: Mapping[str, Any]) -> int:
+    """How many times the model has answered in this conversation so far."""
+    return sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+
+
+class PhaseScript:
+    """A responder (ModelStub's `responder`) answering each request with the
+    reply its phase's script has for its turn: `script()` gives {phase:
+    [reply, ...]} and is called per request, so every answer is fresh (new
+    tool ids). A phase asked again (a feedback cycle) gets its script again;
+    a request past the end of its phase's script gets a 400 saying so.
+    Stateless, so safe from the stub's threads."""
+
+    def __init__(self, script: Callable[[], Mapping[str, list[Reply]]]) -> None:
+        self.script = script
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        phase, turn = phase_of(body), turn_of(body)
+        replies = self.script().get(phase) or []
+        if turn >= len(replies):
+            return error(
+                400, f"model stub: no scripted reply for {phase or 'this'} turn {turn}"
+            )
+        return replies[turn]

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -94,7 +96,7 @@ def ensure_setup(
         ),
     )
     if hosts:
-        with EgressProxy(hosts, **proxy) as egress:
+        with EgressProxy(hosts, **{**operator_networks(), **proxy}) as egress:
             result = longer.run(
                 wrapped_command(command),
                 egress=egress.folder,
@@ -116,6 +118,26 @@ def ensure_setup(
         cache.store(worktree, snapshot)
     marker.write_text(digest + "\n")
     return ""
+
+
+def operator_networks() -> dict[str, Callable[[str], bool]]:
+    """The proxy's address check widened to CODEX_SETUP_EGRESS_NETWORKS (an
+    operator's registry mirror on a private network); {} keeps the proxy's
+    own check alone."""
+    networks = [
+        ipaddress.ip_network(text.strip(), strict=False)
+        for text in getattr(settings, "CODEX_SETUP_EGRESS_NETWORKS", None) or []
+        if text.strip()
+    ]
+    if not networks:
+        return {}
+    default = EgressProxy.__init__.__kwdefaults__["address_allowed"]
+
+    def allowed(address: str) -> bool:
+        ip = ipaddress.ip_address(address)
+        return any(ip in network for network in networks) or default(address)
+
+    return {"address_allowed": allowed}
 
 
 def _git_path(worktree: Path, flag: str) -> Path:

@@ -246,6 +246,7 @@ def load_settings(
         ({"CODEX_TASK_MAX_COST_USD": "-1"}, "CODEX_TASK_MAX_COST_USD"),
         ({"CODEX_AGENT_MAX_COST_USD": "ten"}, "CODEX_AGENT_MAX_COST_USD"),
         ({"CODEX_SANDBOX_ENV": "A=1,PYTEST_DISABLE"}, "'PYTEST_DISABLE'"),
+        ({"CODEX_SETUP_EGRESS_NETWORKS": "10.0.0.0/8,intranet"}, "'intranet'"),
     ],
 )
 def test_settings_refuse_bad_values_at_start_up(variables, named, tmp_path):

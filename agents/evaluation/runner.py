@@ -1,94 +1,57 @@
-"""Run the evaluation suite: each request through the pipeline, judged by
-its hidden tests, measured (agents.evaluation)."""
+"""Run cases through the whole pipeline and judge them (docs/eval.md).
+
+Per case and run: its base repository is made afresh on the local forge
+(agents.evaluation.sources), its toolchain is bound into the jail
+(agents.evaluation.toolchains), the repository is registered with the
+case's test and setup commands, and the request becomes a task that
+advance_task drives through every phase, QA, review and the merge gate,
+as a worker would. Then the judge runs the case's tests on the merged main
+(agents.evaluation.judge). Scripted agents answer from a stub of the case's
+own (agents.evaluation.scripted); the real ones from the configured model.
+"""
 
 from __future__ import annotations
 
-import json
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterable
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from django.conf import settings
 from django.test import override_settings
 
-from agents.demo import (
-    PHASES,
-    ScriptedChange,
-    conversation,
-    create_bare_repository,
-    demo_settings,
-    git,
-    register,
-    steps_driven_here,
-)
-from agents.evaluation.suite import CASES, REPOSITORIES, Case, SampleRepository
+from agents.demo import register, steps_driven_here
+from agents.evaluation.cases import Case, CaseError
+from agents.evaluation.judge import Verdict, judge
+from agents.evaluation.results import CaseResult
+from agents.evaluation.scripted import SCRIPTED_AGENTS, model_stub
+from agents.evaluation.sources import Prepared, SourceError, prepare
+from agents.evaluation.toolchains import ToolchainError, prepare_toolchain
 
 MAX_STEPS = 40
 ACTOR = "eval"
-HIDDEN_TIMEOUT_SECONDS = 300
-
-
-@dataclass
-class CaseResult:
-    """One request's outcome and what it cost."""
-
-    id: str
-    language: str
-    resolved: bool
-    status: str
-    cycles: int
-    turns: int
-    tokens: int
-    cost_usd: float
-    seconds: float
-    note: str = ""
-
-
-def scripted_change(case: Case) -> ScriptedChange:
-    """What the scripted agents answer for `case`: the intended change."""
-    criteria = tuple(
-        (line.lstrip("- ").strip(), "the tests pass")
-        for line in case.criteria.splitlines()
-        if line.strip()
-    )
-    return ScriptedChange(
-        spec=f"# Feature: {case.title}\n\n## Overview\n{case.description}\n\n"
-        f"## Acceptance Criteria\n{case.criteria}\n",
-        plan=f"# Implementation Plan\n\n## Approach\n{case.description}",
-        files=dict(case.solution),
-        summary=f"{case.title}, with a test.",
-        commit_message=case.title,
-        criteria=criteria,
-        release_notes=f"{case.title}.",
-        analysis={"files": sorted(case.solution), "brief": case.description},
-    )
-
-
-def scripted_replies(case: Case) -> list:
-    replies = conversation(scripted_change(case))
-    return [reply for phase in PHASES for reply in replies[phase]]
+SCRIPTED_KEY = "scripted-eval-key"
 
 
 class TurnCounter:
-    """Counts model calls (one per agent turn or answer) while installed."""
+    """Counts model calls (one per agent turn) while installed."""
 
     def __init__(self) -> None:
         self.calls = 0
 
     @contextmanager
-    def installed(self):
+    def installed(self) -> Iterator[TurnCounter]:
         from integrations.anthropic.client import ModelClient
 
         original = ModelClient.send
         counter = self
 
-        def send(self_, *args: Any, **kwargs: Any):
+        def send(self_: Any, *args: Any, **kwargs: Any) -> Any:
             counter.calls += 1
             return original(self_, *args, **kwargs)
 
@@ -96,17 +59,27 @@ class TurnCounter:
             yield self
 
 
-def eval_settings(root: Path, stub_url: str | None) -> dict[str, Any]:
-    """The demo's settings (local forge, jail toolchain); with no stub, the
-    configured model and key stay as they are."""
-    overrides = demo_settings(root, stub_url or "")
-    overrides.pop("EMAIL_BACKEND", None)
-    overrides.pop("EMAIL_FILE_PATH", None)
-    overrides["CODEX_NOTIFY_CHANNELS"] = "log"
-    if stub_url is None:
-        overrides.pop("ANTHROPIC_BASE_URL")
-        overrides.pop("CODEX_CREDENTIALS")
-    return overrides
+def eval_settings(root: Path) -> dict[str, Any]:
+    """What every case overrides, in this process only: the agent runner,
+    the scratch folders under `root`, no retries or approvals in the way,
+    notifications to the log."""
+    return {
+        "CODEX_PHASE_RUNNER": "agents.phase_runner.AgentPhaseRunner",
+        "CODEX_WORKTREE_ROOT": str(root / "worktrees"),
+        "CODEX_MIRROR_ROOT": str(root / "mirrors"),
+        "CODEX_MODEL_MAX_RETRIES": 0,
+        "CODEX_RELEASE_REQUIRES_APPROVAL": False,
+        "CODEX_TEST_COMMANDS": {},
+        "CODEX_NOTIFY_CHANNELS": "log",
+    }
+
+
+def scripted_settings(url: str) -> dict[str, Any]:
+    """The settings pointing the agents at a case's scripted model."""
+    return {
+        "ANTHROPIC_BASE_URL": url,
+        "CODEX_CREDENTIALS": {**settings.CODEX_CREDENTIALS, "claude": [SCRIPTED_KEY]},
+    }
 
 
 def drive(task: Any) -> str:
@@ -123,145 +96,168 @@ def drive(task: Any) -> str:
     return f"{task.status}/{task.phase}"
 
 
-def judge(bare: Path, sample: SampleRepository, case: Case) -> tuple[bool, str]:
-    """Run the hidden tests on the merged main branch, in the jail."""
-    from integrations.jail import Jail
+def configure_repository(prepared: Prepared) -> Any:
+    """The case's repository registered on the local forge, with its
+    commands (an earlier run's row is updated)."""
+    case = prepared.case
+    repository = register(prepared.bare)
+    repository.test_command = case.tests.command
+    repository.setup_command = case.setup_command
+    repository.setup_network_hosts = " ".join(case.setup_hosts)
+    repository.check_timeout_seconds = case.tests.timeout
+    repository.merge_gate = "auto"
+    repository.save()
+    return repository
 
-    folder = Path(tempfile.mkdtemp(prefix="codex-eval-"))
+
+def why_not_merged(task: Any) -> str:
+    """Why a task did not end merged, in a line."""
+    reason = task.blocked_reason or ""
+    escalation = task.escalations.first()
+    if escalation is not None:
+        reason = reason or escalation.detail
+    if not reason and task.errors:
+        reason = str(task.errors[-1].get("message", ""))
+    return f"not merged ({task.status}/{task.phase}): {reason}"[:400]
+
+
+def _result(case: Case, agent: str, run: int, **fields: Any) -> CaseResult:
+    defaults: dict[str, Any] = {
+        "id": case.id,
+        "project": case.project,
+        "language": case.language,
+        "run": run,
+        "agent": agent,
+        "resolved": False,
+        "status": "not run",
+        "judged": False,
+        "fail_to_pass": len(case.tests.fail_to_pass),
+        "pass_to_pass": len(case.tests.pass_to_pass),
+        "fail_to_pass_passed": 0,
+        "pass_to_pass_failed": 0,
+        "cycles": 0,
+        "turns": 0,
+        "tokens": 0,
+        "cost_usd": 0.0,
+        "cost_kind": "simulated" if agent in SCRIPTED_AGENTS else "real",
+        "seconds": 0.0,
+    }
+    return CaseResult(**{**defaults, **fields})
+
+
+def run_case(
+    case: Case, *, agent: str, run: int, root: Path, cache: Path
+) -> CaseResult:
+    """One case, one run, through the pipeline and the judge."""
+    result, _ = run_case_kept(case, agent=agent, run=run, root=root, cache=cache)
+    return result
+
+
+def run_case_kept(
+    case: Case,
+    *,
+    agent: str,
+    run: int,
+    root: Path,
+    cache: Path,
+    judged: bool = True,
+) -> tuple[CaseResult, Prepared | None]:
+    """run_case, and the case's repository as the run left it (None when it
+    could not be made). `judged` False leaves the judge out (a benchmark
+    judged elsewhere): nothing is resolved then."""
+    started = time.monotonic()
     try:
-        checkout = folder / "main"
-        git(
-            "clone", "--quiet", "--branch", "main", str(bare), str(checkout), cwd=folder
-        )
-        for path, content in case.hidden_tests.items():
-            (checkout / path).write_text(content)
-        result = Jail.for_worktree(checkout).run(
-            sample.hidden_command, timeout=HIDDEN_TIMEOUT_SECONDS
-        )
-        return result.exit_code == 0 and not result.timed_out, result.output[-2000:]
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        prepared = prepare(case, root / "remotes" / f"run{run}", cache)
+        toolchain = prepare_toolchain(case.toolchain_folder(), cache)
+    except (CaseError, SourceError, ToolchainError) as exc:
+        note = f"could not be prepared: {exc}"[:400]
+        return _result(case, agent, run, note=note), None
+    with override_settings(**toolchain.settings()):
+        result = _through_pipeline(prepared, agent=agent, run=run, judged=judged)
+    result.seconds = round(time.monotonic() - started, 1)
+    return result, prepared
 
 
-def run_case(case: Case, root: Path, stub: Any = None) -> CaseResult:
-    """`case` through the pipeline on a fresh sample repository."""
+def _through_pipeline(
+    prepared: Prepared, *, agent: str, run: int, judged: bool = True
+) -> CaseResult:
+    """The case's request as a task driven to its end, then judged."""
     from codex.fleet.models import AgentRun
     from codex.tasks.models import CreatedBy, Task
 
-    sample = REPOSITORIES[case.repository]
-    bare = create_bare_repository(root / "remotes", f"{case.id}", dict(sample.files))
-    repository = register(bare)
-    repository.test_command = sample.test_command
-    repository.save(update_fields=["test_command"])
-    if stub is not None:
-        stub.add(*scripted_replies(case))
+    case = prepared.case
     counter = TurnCounter()
-    started = time.monotonic()
-    with counter.installed():
+    with ExitStack() as stack:
+        if agent in SCRIPTED_AGENTS:
+            stub = stack.enter_context(model_stub(agent, prepared))
+            stack.enter_context(override_settings(**scripted_settings(stub.url)))
+        repository = configure_repository(prepared)
+        stack.enter_context(counter.installed())
         task, _ = Task.objects.create_from_request(
             repository=repository,
             title=case.title,
             description=case.description,
-            acceptance_criteria=case.criteria,
+            acceptance_criteria=case.acceptance_criteria,
             created_by=CreatedBy.MANUAL,
             actor=ACTOR,
         )
-        ended = drive(task)
-    seconds = time.monotonic() - started
-    resolved, output = (False, "")
+        try:
+            ended = drive(task)
+        except Exception:  # a harness bug must not stop the other cases
+            ended = "crashed"
+            note = traceback.format_exc(limit=3)[-400:]
+        else:
+            note = "" if task.pr_merged else why_not_merged(task)
+    # main is judged merged or not: unchanged, it must not be resolved (the
+    # case's own check that its base lacks what it asks for).
+    verdict = judge(prepared) if judged else Verdict(False)
     if task.pr_merged:
-        resolved, output = judge(bare, sample, case)
+        note = verdict.note
+    elif verdict.resolved:
+        note += "; CASE BROKEN: the unchanged base is judged resolved"
     spend = AgentRun.objects.filter(task=task).spend()
-    return CaseResult(
-        id=case.id,
-        language=sample.language,
-        resolved=resolved,
+    return _result(
+        case,
+        agent,
+        run,
+        resolved=bool(task.pr_merged and verdict.resolved),
+        judged=bool(verdict.status),
         status=ended,
         cycles=task.verification_cycles + task.review_cycles,
         turns=counter.calls,
         tokens=int(spend.tokens),
         cost_usd=float(Decimal(spend.cost_usd).quantize(Decimal("0.0001"))),
-        seconds=round(seconds, 1),
-        note="" if resolved else _why_not(task, output),
+        note=note,
+        **verdict.counts(),
     )
 
 
-def _why_not(task: Any, output: str) -> str:
-    """Why a case is not resolved, in a line."""
-    if not task.pr_merged:
-        reason = task.errors[-1].get("message", "") if task.errors else ""
-        return f"not merged ({task.status}/{task.phase}) {reason}"[:300]
-    return f"hidden tests failed: {output[-250:]}"
-
-
 def run_suite(
-    root: Path,
+    cases: list[Case],
     *,
-    scripted: bool,
-    only: Iterable[str] = (),
+    agent: str,
+    root: Path,
+    cache: Path,
+    repeat: int = 1,
     out: Callable[[str], None] = print,
 ) -> list[CaseResult]:
-    """Every case (or those named in `only`), one after the other."""
-    from agents.scripted_model import ModelStub
-
-    chosen = [case for case in CASES if not only or case.id in set(only)]
+    """Every case, `repeat` times over, one after the other. `root` (the
+    scratch folder) is emptied first; `cache` (releases, toolchains) kept."""
     root = root.absolute()
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     results = []
-    with ExitStack() as stack:
-        stub = stack.enter_context(ModelStub()) if scripted else None
-        settings = eval_settings(root, stub.url if stub else None)
-        stack.enter_context(override_settings(**settings))
-        stack.enter_context(steps_driven_here())
-        for case in chosen:
-            result = run_case(case, root, stub)
-            out(
-                f"{case.id}: {'resolved' if result.resolved else 'not resolved'} "
-                f"({result.status}, {result.turns} turns, {result.seconds}s)"
-            )
-            results.append(result)
+    with override_settings(**eval_settings(root)), steps_driven_here():
+        for run in range(1, repeat + 1):
+            for case in cases:
+                result = run_case(
+                    case, agent=agent, run=run, root=root, cache=cache.absolute()
+                )
+                out(
+                    f"{case.id} (run {run}): "
+                    f"{'resolved' if result.resolved else 'not resolved'} "
+                    f"({result.status}, {result.turns} turns, {result.seconds}s)"
+                    + (f" {result.note[:200]}" if result.note else "")
+                )
+                results.append(result)
     return results
-
-
-def totals(results: list[CaseResult]) -> dict[str, Any]:
-    return {
-        "cases": len(results),
-        "resolved": sum(r.resolved for r in results),
-        "cycles": sum(r.cycles for r in results),
-        "turns": sum(r.turns for r in results),
-        "tokens": sum(r.tokens for r in results),
-        "cost_usd": round(sum(r.cost_usd for r in results), 4),
-        "seconds": round(sum(r.seconds for r in results), 1),
-    }
-
-
-def table(results: list[CaseResult]) -> str:
-    """The results as a Markdown table, with a total row."""
-    head = "| case | language | resolved | cycles | turns | tokens | cost $ | time s |"
-    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|"]
-    for r in results:
-        lines.append(
-            f"| {r.id} | {r.language} | {'yes' if r.resolved else 'no'} | "
-            f"{r.cycles} | {r.turns} | {r.tokens} | {r.cost_usd:.4f} | {r.seconds} |"
-        )
-    t = totals(results)
-    lines.append(
-        f"| total | | {t['resolved']}/{t['cases']} | {t['cycles']} | {t['turns']} | "
-        f"{t['tokens']} | {t['cost_usd']:.4f} | {t['seconds']} |"
-    )
-    return "\n".join(lines) + "\n"
-
-
-def write_report(results: list[CaseResult], folder: Path, *, mode: str) -> Path:
-    """results.json and results.md in `folder`; the JSON's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data = {
-        "mode": mode,
-        "totals": totals(results),
-        "cases": [asdict(r) for r in results],
-    }
-    path = folder / "results.json"
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    (folder / "results.md").write_text(table(results))
-    return path

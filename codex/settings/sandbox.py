@@ -3,6 +3,10 @@ and type checks."""
 
 from __future__ import annotations
 
+import ipaddress
+
+from django.core.exceptions import ImproperlyConfigured
+
 from codex.env import env_bool, env_choice, env_int, env_list, env_pairs, env_str
 from codex.settings.base import VAR_DIR
 
@@ -43,6 +47,19 @@ CODEX_SANDBOX_SETUP_TIMEOUT = env_int(
 # worktree gets a copy instead of installing again (docs/jail.md); empty: off.
 CODEX_SETUP_CACHE_ROOT = env_str("CODEX_SETUP_CACHE_ROOT", str(VAR_DIR / "toolchains"))
 CODEX_SETUP_CACHE_KEEP = env_int("CODEX_SETUP_CACHE_KEEP", 3, minimum=1)
+# Networks (CIDR, comma-separated) the setup command's proxy may reach besides
+# public addresses: an internal registry mirror, or a machine whose registries
+# resolve to a private or reserved address. Empty: public addresses only
+# (docs/jail.md, the setup command's network hosts).
+CODEX_SETUP_EGRESS_NETWORKS = env_list("CODEX_SETUP_EGRESS_NETWORKS", [])
+for _network in CODEX_SETUP_EGRESS_NETWORKS:
+    try:
+        ipaddress.ip_network(_network.strip(), strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"CODEX_SETUP_EGRESS_NETWORKS: {_network!r} is not a network "
+            "(write it as 10.0.0.0/8 or 203.0.113.80/32)"
+        ) from None
 # The container backends' image when a repository names none.
 CODEX_SANDBOX_IMAGE = env_str("CODEX_SANDBOX_IMAGE", "python:3.11-slim-bookworm")
 # Host folders bound read-only into the jail at their own path (toolchains,

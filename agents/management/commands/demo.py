@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.demo import run_demo
 from agents.demo_fanout import run_fanout_demo
+from agents.isolation import own_state
 
 
 class Command(BaseCommand):
@@ -26,7 +28,8 @@ class Command(BaseCommand):
             "--root",
             type=Path,
             default=None,
-            help="Where the demo keeps its files (default: CODEX_VAR_DIR/demo).",
+            help="Where the demo keeps its files (default: CODEX_VAR_DIR/demo, "
+            "beside its own database).",
         )
         parser.add_argument(
             "--scenario",
@@ -38,7 +41,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        root = options["root"] or Path(settings.VAR_DIR) / "demo"
+        if own_state() == "demo":
+            # manage.py pointed this process at var/demo/: its own database.
+            call_command("migrate", verbosity=0, interactive=False)
+            root = options["root"] or Path(settings.VAR_DIR)
+        else:
+            root = options["root"] or Path(settings.VAR_DIR) / "demo"
         if options["scenario"] == "fanout":
             fanned = run_fanout_demo(root, out=self.stdout.write)
             if fanned.parent.status != "completed":
