@@ -4,24 +4,34 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean bench bench-smoke demo eval lock
+.PHONY: run test lint format check ci clean bench bench-smoke demo eval lock \
+	system-packages
 
-$(PY):
+## system-packages: the Debian packages Codex needs beyond Python and make
+## (bubblewrap for the command jail, python3.X-venv, git), installed as root or
+## through `sudo -n`; otherwise it stops with the one command to run.
+system-packages:
+	@sh scripts/system-packages.sh $(PYTHON)
+
+$(PY): | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 # requirements/*.txt are locks (every package pinned with its hashes) compiled from
-# the requirements/*.in by `make lock`; pip refuses any file whose hash differs.
+# the requirements/*.in by `make lock`; pip refuses any file whose hash differs,
+# and scripts/install-lock.py says what that refusal means.
+INSTALL_LOCK := $(PY) scripts/install-lock.py
+
 $(VENV)/.installed-base: requirements/prod.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/prod.txt
+	$(INSTALL_LOCK) requirements/prod.txt
 	touch $@
 
 $(VENV)/.installed-dev: requirements/dev.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
+	$(INSTALL_LOCK) requirements/dev.txt
 	touch $@
 
 $(VENV)/.installed-bench: requirements/bench.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/bench.txt
+	$(INSTALL_LOCK) requirements/bench.txt
 	touch $@
 
 ## lock: compile requirements/*.in (the direct pins) into the locks prod.txt, dev.txt
@@ -58,8 +68,7 @@ JAIL_HINT := command -v bwrap >/dev/null 2>&1 || echo "NOTE: bubblewrap is not \
 installed, so agents cannot run commands (their tasks escalate saying so). \
 Install it: sudo apt-get install bubblewrap (or set CODEX_SANDBOX=docker)."
 
-run: $(VENV)/.installed-base $(STATIC_STAMP)
-	@$(JAIL_HINT)
+run: system-packages $(VENV)/.installed-base $(STATIC_STAMP)
 	$(PY) manage.py codex_run --prepare --addrport $(HOST):$(PORT)
 
 ## demo: a scripted walk through all six phases on a sample repository of the
@@ -72,7 +81,7 @@ $(DEMO_TOOLCHAIN)/bin/pytest:
 	$(PYTHON) -m venv $(DEMO_TOOLCHAIN)
 	$(DEMO_TOOLCHAIN)/bin/pip install --quiet pytest==9.2.0
 
-demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
+demo: system-packages $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
 	@$(JAIL_HINT)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo
@@ -81,14 +90,14 @@ demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytes
 ## eval: the agents on the built-in suite (10 requests, Python and JavaScript,
 ## judged by hidden tests): real models with ANTHROPIC_API_KEY, scripted ones
 ## without; writes var/eval/results.json and results.md. EVAL_ARGS="--case py-mul".
-eval: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
+eval: system-packages $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
 	@$(JAIL_HINT)
 	$(PY) -m agents.evaluation $(EVAL_ARGS)
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
 ## Bytecode first: the live tests start hundreds of Python processes, and
 ## where PYTHONDONTWRITEBYTECODE is set each would compile Codex again.
-test: $(VENV)/.installed-dev
+test: system-packages $(VENV)/.installed-dev
 	$(PY) -m compileall -q -j 0 codex agents integrations bench tests >/dev/null
 	$(PY) -m pytest $(PYTEST_ARGS)
 
