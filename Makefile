@@ -51,6 +51,8 @@ lock: $(VENV)/.installed-dev
 ## first run makes development keys under var/ (codex/settings/security.py, Keys).
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links printed outside the console (the demo's) name where it listens.
+export CODEX_CONSOLE_ADDRESS ?= $(HOST):$(PORT)
 VAR := $(or $(CODEX_VAR_DIR),var)
 STATIC_ROOT := $(or $(CODEX_STATIC_ROOT),$(VAR)/static)
 # Static files are collected (and compressed) again only when a source changed:

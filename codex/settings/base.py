@@ -49,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The health and metrics probes, before the host check (they come by IP).
+    "codex.core.middleware.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY, security.py).
     "csp.middleware.CSPMiddleware",
@@ -66,6 +68,12 @@ MIDDLEWARE = [
     # Last, as django-axes asks: answers a locked-out sign-in with its message.
     "axes.middleware.AxesMiddleware",
 ]
+
+# The probes ProbeMiddleware answers whatever the Host header says: path → view.
+# /healthz is open; the others need the metrics token (codex.monitoring).
+CODEX_PROBE_VIEWS = {
+    "/healthz": "codex.core.views.healthz",
+}
 
 ROOT_URLCONF = "codex.urls"
 WSGI_APPLICATION = "codex.wsgi.application"
