@@ -31,6 +31,7 @@ from codex.accounts.permissions import (
 )
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
+from codex.fleet.readiness import installation_blockers
 from codex.tasks import dashboard as dashboard_queries
 from codex.tasks.forms import EscalationAnswerForm, TaskRequestForm, new_form_token
 from codex.tasks.models import Artifact, CreatedBy, IdempotencyMismatch, Task
@@ -39,7 +40,6 @@ from codex.tasks.page_people import people_context
 from codex.tasks.page_phases import held_since, phase_rows
 from codex.tasks.reports_view import review_view, verification_view
 from codex.tasks.safe_markdown import render_markdown
-from integrations.jail import unjailed_warning
 
 # The page shows the latest events; older ones are in the console.
 TIMELINE_LIMIT = 500
@@ -282,7 +282,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "codex/dashboard.html",
         {
             "board": board,
-            "jail_warning": unjailed_warning(),
+            "blockers": installation_blockers(),
             "sees_inbox": may(request.user, "escalation.read"),
         },
     )
