@@ -17,7 +17,8 @@ from codex.core.cluster_recovery import ClusterKeeper
 from codex.core.clusters import WorkerCluster
 from codex.fleet.readiness import worker_report
 
-pytestmark = pytest.mark.django_db
+# start() closes the connections a fork must not inherit: no test transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 reports = [{"jail": {"backend": "bubblewrap", "problem": "first"}}]
 
