@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "codex.github",
     "codex.notifications",
     "codex.webhooks",
+    # /metrics and /healthz/workers (no models): reads every app above.
+    "codex.monitoring",
     # The agents' own commands (`manage.py demo`); they have no models.
     "agents",
 ]
@@ -73,6 +75,8 @@ MIDDLEWARE = [
 # /healthz is open; the others need the metrics token (codex.monitoring).
 CODEX_PROBE_VIEWS = {
     "/healthz": "codex.core.views.healthz",
+    "/metrics": "codex.monitoring.views.metrics",
+    "/healthz/workers": "codex.monitoring.views.workers",
 }
 
 ROOT_URLCONF = "codex.urls"

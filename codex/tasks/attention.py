@@ -28,7 +28,7 @@ from codex.tasks.models import Status, Task
 from codex.tasks.recovery import stuck_tasks as stuck_query
 
 # Where the console shows more of a blocker.
-_blocker_links: dict[str, str] = {}
+_blocker_links = {"no_worker": "/healthz/workers", "no_jail": "/healthz/workers"}
 
 
 def _plural(count: int, word: str) -> str:
