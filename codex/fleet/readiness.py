@@ -29,6 +29,8 @@ from integrations.jail.health import jail_health
 AGENT_RUNNER = "agents.phase_runner.AgentPhaseRunner"
 ERROR = "error"
 WARNING = "warning"
+# Every Blocker.code, for a figure that names each whether it holds or not.
+BLOCKER_CODES = ("no_worker", "no_jail", "no_model_key", "unjailed")
 
 
 def worker_report() -> dict[str, Any]:

@@ -35,7 +35,12 @@ from prometheus_client.registry import Collector
 
 from codex.core.queue_snapshot import queue_snapshot
 from codex.fleet.models import AgentRun, RunStatus
-from codex.fleet.readiness import beating_workers, installation_blockers
+from codex.fleet.readiness import (
+    BLOCKER_CODES,
+    ERROR,
+    beating_workers,
+    installation_blockers,
+)
 from codex.tasks.models import Escalation, Phase, Status, Task
 from codex.webhooks.models import Outcome, WebhookDelivery
 
@@ -224,15 +229,19 @@ def worker_health(workers, now) -> Iterator[Metric]:
 
 
 def installation(workers) -> Iterator[Metric]:
-    """What blocks every task now (the dashboard's warnings), one series each."""
+    """What blocks every task now (the dashboard's warnings): every known
+    code, 0 when it holds nothing up, so an alert's series always exists."""
     family = GaugeMetricFamily(
         "codex_installation_blocker",
-        "1 for each thing that blocks every task now (code: no_worker, no_jail, "
-        "no_model_key, unjailed).",
-        labels=["code", "level"],
+        "2 when it blocks every task now, 1 when it weakens the installation "
+        "(a warning), 0 when clear; code: no_worker, no_jail, no_model_key, "
+        "unjailed.",
+        labels=["code"],
     )
-    for blocker in installation_blockers(workers):
-        family.add_metric([blocker.code, blocker.level], 1)
+    found = {blocker.code: blocker.level for blocker in installation_blockers(workers)}
+    for code in BLOCKER_CODES:
+        level = found.get(code)
+        family.add_metric([code], 2 if level == ERROR else 1 if level else 0)
     yield family
 
 
