@@ -12,13 +12,14 @@
 #       codex python manage.py migrate                      # before the first start
 #   docker run $KEYS ... -p 8000:8000 codex                  # web console + API
 #   docker run $KEYS ... --security-opt seccomp=unconfined \
-#       codex python manage.py codex_workers               # workers (bubblewrap
-#                                                           # needs user namespaces)
+#       --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
+#       codex python manage.py codex_workers               # workers (the jail:
+#                                                           # docs/containers.md)
 #
 # Keep the same SECRET_KEY and CODEX_FERNET_KEYS for web and workers, and keep
-# them: stored secrets cannot be read without the Fernet key. The image has
-# not been built on the machine this file was written on (no Docker engine);
-# it is linted with hadolint and checked by tests/deploy/.
+# them: stored secrets cannot be read without the Fernet key. It is linted
+# with hadolint and checked by tests/deploy/; docs/containers.md says how it
+# was built and run under compose, the demo included, from a locally made base.
 
 # --- build stage: wheels for every dependency ---------------------------------
 FROM python:3.11-slim AS build
@@ -29,10 +30,12 @@ RUN pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirement
 
 # --- runtime: slim, non-root ----------------------------------------------------
 FROM python:3.11-slim
+# CODEX_IN_CONTAINER: the jail's advice names the container's security options.
 # CODEX_REQUIRE_SECRET_KEY holds no secret: it makes a missing key an error.
 # hadolint ignore=DL3064
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    CODEX_IN_CONTAINER=1 \
     CODEX_VAR_DIR=/var/lib/codex \
     CODEX_STATIC_ROOT=/app/static \
     CODEX_REQUIRE_SECRET_KEY=1 \

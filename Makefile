@@ -4,24 +4,34 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format check ci clean bench bench-smoke demo eval lock
+.PHONY: run test lint format check ci clean bench bench-smoke demo eval lock \
+	system-packages
 
-$(PY):
+## system-packages: the Debian packages Codex needs beyond Python and make
+## (bubblewrap for the command jail, python3.X-venv, git), installed as root or
+## through `sudo -n`; otherwise it stops with the one command to run.
+system-packages:
+	@sh scripts/system-packages.sh $(PYTHON)
+
+$(PY): | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 # requirements/*.txt are locks (every package pinned with its hashes) compiled from
-# the requirements/*.in by `make lock`; pip refuses any file whose hash differs.
+# the requirements/*.in by `make lock`; pip refuses any file whose hash differs,
+# and scripts/install-lock.py says what that refusal means.
+INSTALL_LOCK := $(PY) scripts/install-lock.py
+
 $(VENV)/.installed-base: requirements/prod.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/prod.txt
+	$(INSTALL_LOCK) requirements/prod.txt
 	touch $@
 
 $(VENV)/.installed-dev: requirements/dev.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
+	$(INSTALL_LOCK) requirements/dev.txt
 	touch $@
 
 $(VENV)/.installed-bench: requirements/bench.txt | $(PY)
-	$(PIP) install --quiet --require-hashes -r requirements/bench.txt
+	$(INSTALL_LOCK) requirements/bench.txt
 	touch $@
 
 ## lock: compile requirements/*.in (the direct pins) into the locks prod.txt, dev.txt
@@ -41,6 +51,8 @@ lock: $(VENV)/.installed-dev
 ## first run makes development keys under var/ (codex/settings/security.py, Keys).
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links printed outside the console (the demo's) name where it listens.
+export CODEX_CONSOLE_ADDRESS ?= $(HOST):$(PORT)
 VAR := $(or $(CODEX_VAR_DIR),var)
 STATIC_ROOT := $(or $(CODEX_STATIC_ROOT),$(VAR)/static)
 # Static files are collected (and compressed) again only when a source changed:
@@ -53,13 +65,7 @@ $(STATIC_STAMP): $(VENV)/.installed-base $(STATIC_SOURCES)
 	$(PY) manage.py collectstatic --no-input --verbosity 0
 	touch $@
 
-# Agents' commands run in a jail (docs/jail.md): bubblewrap on one machine.
-JAIL_HINT := command -v bwrap >/dev/null 2>&1 || echo "NOTE: bubblewrap is not \
-installed, so agents cannot run commands (their tasks escalate saying so). \
-Install it: sudo apt-get install bubblewrap (or set CODEX_SANDBOX=docker)."
-
-run: $(VENV)/.installed-base $(STATIC_STAMP)
-	@$(JAIL_HINT)
+run: system-packages $(VENV)/.installed-base $(STATIC_STAMP)
 	$(PY) manage.py codex_run --prepare --addrport $(HOST):$(PORT)
 
 ## demo: a scripted walk through all six phases on a sample repository of the
@@ -73,8 +79,7 @@ $(DEMO_TOOLCHAIN)/bin/pytest:
 	$(PYTHON) -m venv $(DEMO_TOOLCHAIN)
 	$(DEMO_TOOLCHAIN)/bin/pip install --quiet pytest==9.2.0
 
-demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
-	@$(JAIL_HINT)
+demo: system-packages $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytest
 	$(PY) manage.py demo
 	$(PY) manage.py demo --scenario fanout
 
@@ -86,14 +91,13 @@ demo: $(VENV)/.installed-base $(VENV)/.installed-dev $(DEMO_TOOLCHAIN)/bin/pytes
 ## (var/eval/); writes var/eval/results.json and results.md.
 ## EVAL_ARGS="--agent gold", "--agent empty", "--case qs-skip-nulls",
 ## "--cases DIR", "--repeat 3".
-eval: $(VENV)/.installed-base
-	@$(JAIL_HINT)
+eval: system-packages $(VENV)/.installed-base
 	$(PY) -m agents.evaluation $(EVAL_ARGS)
 
 ## test: the whole suite (DATABASE_URL=postgres://... to run it on PostgreSQL)
 ## Bytecode first: the live tests start hundreds of Python processes, and
 ## where PYTHONDONTWRITEBYTECODE is set each would compile Codex again.
-test: $(VENV)/.installed-dev
+test: system-packages $(VENV)/.installed-dev
 	$(PY) -m compileall -q -j 0 codex agents integrations bench tests >/dev/null
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -4,9 +4,12 @@ from django.contrib import admin
 from django.urls import include, path
 
 from codex.core.views import bad_request, healthz, not_found, server_error
+from codex.monitoring import views as monitoring
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("healthz/workers", monitoring.workers, name="worker-health"),
+    path("metrics", monitoring.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/webhooks/", include("codex.webhooks.urls")),
     # Each app's API, in its api/ package (docs/architecture.md#apps).

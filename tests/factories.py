@@ -83,3 +83,47 @@ def waiting_for_plan_approval(task: Task, *, reason: str = "the plan waits") -> 
         kind="plan",
         subject=plan_version(task),
     )
+
+
+def make_worker_cluster(
+    host: str = "worker-1",
+    *,
+    jail_problem: str = "",
+    jail_fix: str = "",
+    backend: str = "bubblewrap",
+    model_key: bool = True,
+    phase_runner: str = "agents.phase_runner.AgentPhaseRunner",
+    beat_seconds_ago: float = 0,
+    **fields,
+):
+    """A worker cluster that beats, with the health report a real one makes
+    (codex.fleet.readiness.worker_report)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from codex.core.clusters import WorkerCluster
+
+    now = timezone.now()
+    beat_at = now - timedelta(seconds=beat_seconds_ago)
+    health = {
+        "jail": {
+            "backend": backend,
+            "jailed": backend != "none",
+            "problem": jail_problem,
+            "fix": jail_fix,
+            "in_container": False,
+        },
+        "phase_runner": phase_runner,
+        "model_key": model_key,
+    }
+    defaults = {
+        "claim": f"c{next(_counter):011d}",
+        "pid": 4000 + next(_counter),
+        "started_at": beat_at,
+        "beat_at": beat_at,
+        "health": health,
+        "health_at": beat_at,
+    }
+    defaults.update(fields)
+    return WorkerCluster.objects.create(host=host, **defaults)

@@ -15,6 +15,8 @@
   codex.core.brokers, CODEX_JOB_REDELIVERIES);
 - every second it looks whether a cluster registered on its machine lost its
   process, and then sweeps at once;
+- at start-up and every CODEX_CLUSTER_HEALTH_SECONDS it reports what it finds
+  of its machine (CODEX_WORKER_HEALTH: the command jail, the model key);
 - every CODEX_CLUSTER_BEAT_SECONDS it stamps its beat; every
   CODEX_CLUSTER_SWEEP_SECONDS it sweeps: it hands back the jobs of its own
   workers that died unnoticed and of dead clusters (here or elsewhere: a
@@ -136,6 +138,7 @@ class ClusterKeeper:
         self.broker, self.sentinel = broker, sentinel
         self.host = socket.gethostname()
         self.last_beat = self.last_sweep = self.last_look = time.monotonic()
+        self.last_health = self.last_beat
         self.stop_seen: float | None = None
         self.dead_seen: dict[int, float] = {}
         self.done = False
@@ -158,7 +161,11 @@ class ClusterKeeper:
         up, ready to fork the workers (`prepared_for_forking`)."""
         with prepared_for_forking():
             WorkerCluster.objects.create(
-                claim=self.broker.claim, host=self.host, pid=os.getpid()
+                claim=self.broker.claim,
+                host=self.host,
+                pid=os.getpid(),
+                health=self._health(),
+                health_at=timezone.now(),
             )
             recover_dead_clusters(self.broker, exclude=self.broker.claim)
             self._run_schedules()
@@ -216,7 +223,10 @@ class ClusterKeeper:
             self._watch_the_monitor()
             self._watch_the_pusher()
             now = time.monotonic()
-            if now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
+            if now - self.last_health >= settings.CODEX_CLUSTER_HEALTH_SECONDS:
+                self.last_health = self.last_beat = now
+                self._beat(health=self._health())
+            elif now - self.last_beat >= settings.CODEX_CLUSTER_BEAT_SECONDS:
                 self.last_beat = now
                 self._beat()
             if now - self.last_look >= LOOK_SECONDS:
@@ -233,16 +243,36 @@ class ClusterKeeper:
         except Exception:  # noqa: BLE001 - the guard loop must keep running
             logger.exception("cluster %s: bookkeeping failed", self.broker.claim)
 
-    def _beat(self) -> None:
-        if not WorkerCluster.objects.filter(claim=self.broker.claim).update(
-            beat_at=timezone.now()
-        ):
+    def _beat(self, health: dict[str, Any] | None = None) -> None:
+        """Stamp the beat (and, when given, the machine's health report)."""
+        now = timezone.now()
+        fields: dict[str, Any] = {"beat_at": now}
+        if health is not None:
+            fields.update(health=health, health_at=now)
+        if not WorkerCluster.objects.filter(claim=self.broker.claim).update(**fields):
             # Presumed dead (a long pause) and recovered by another cluster:
             # its jobs went back to the queue; register again.
             logger.warning("cluster %s was presumed dead", self.broker.claim)
             WorkerCluster.objects.create(
-                claim=self.broker.claim, host=self.host, pid=os.getpid()
+                claim=self.broker.claim,
+                host=self.host,
+                pid=os.getpid(),
+                health=self._health() if health is None else health,
+                health_at=now,
             )
+
+    @staticmethod
+    def _health() -> dict[str, Any]:
+        """What CODEX_WORKER_HEALTH finds of this machine; a failing check
+        becomes a report saying so, never a cluster that cannot start."""
+        path = getattr(settings, "CODEX_WORKER_HEALTH", "")
+        if not path:
+            return {}
+        try:
+            return dict(import_string(path)())
+        except Exception as exc:  # noqa: BLE001 - the cluster must keep running
+            logger.exception("the worker health check %s failed", path)
+            return {"error": f"the health check failed: {type(exc).__name__}: {exc}"}
 
     def _neighbour_died(self) -> bool:
         """Whether a cluster registered on this machine has no process any

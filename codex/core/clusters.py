@@ -1,7 +1,9 @@
 """The worker clusters that are running now, as the database knows them.
 
 Each `manage.py qcluster` registers itself at start-up and stamps `beat_at`
-every CODEX_CLUSTER_BEAT_SECONDS from its sentinel (codex.core.brokers). The
+every CODEX_CLUSTER_BEAT_SECONDS from its sentinel (codex.core.brokers); it
+also reports what it finds of its own machine (`health`: the command jail, the
+model key) at start-up and every CODEX_CLUSTER_HEALTH_SECONDS. The
 jobs a cluster has taken from the broker are claimed under its `claim` (see
 codex.core.brokers), so when a cluster stops beating, or its process is gone
 from the machine it ran on, any other cluster hands those jobs back to the
@@ -19,9 +21,19 @@ from django.db import models
 from django.utils import timezone
 
 
+class WorkerClusterQuerySet(models.QuerySet):
+    def beating(self, now: datetime | None = None) -> WorkerClusterQuerySet:
+        """Clusters whose beat is fresh (within CODEX_CLUSTER_STALE_SECONDS)
+        and that are not stopping: those that take jobs now."""
+        now = now or timezone.now()
+        stale = timedelta(seconds=settings.CODEX_CLUSTER_STALE_SECONDS)
+        return self.filter(beat_at__gte=now - stale, stopping=False)
+
+
 class WorkerCluster(models.Model):
-    """One running worker cluster: where it runs, when it last beat, and
-    whether it is stopping (a SIGTERM: it hands its jobs back)."""
+    """One running worker cluster: where it runs, when it last beat, whether
+    it is stopping (a SIGTERM: it hands its jobs back), and what it reported
+    of its machine (`health`, from CODEX_WORKER_HEALTH, at `health_at`)."""
 
     claim = models.CharField(max_length=32, unique=True)
     host = models.CharField(max_length=255)
@@ -29,6 +41,10 @@ class WorkerCluster(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     beat_at = models.DateTimeField(default=timezone.now)
     stopping = models.BooleanField(default=False)
+    health = models.JSONField(default=dict, blank=True)
+    health_at = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkerClusterQuerySet.as_manager()
 
     class Meta:
         app_label = "core"

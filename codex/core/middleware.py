@@ -1,4 +1,5 @@
-"""Request checks that hold for every view: no NUL in a path or a query string.
+"""Request checks that hold for every view: no NUL in a path or a query string;
+and the probes, answered before the host check.
 
 PostgreSQL text cannot hold U+0000: a NUL reaching a lookup (a task id in the
 path, a ?task= filter, the console's ?status__exact=) fails in the database as
@@ -13,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import unquote
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils.module_loading import import_string
 
 MESSAGE = "The address may not contain NUL (U+0000) characters."
 
@@ -48,4 +51,32 @@ class RefuseNulMiddleware:
             return HttpResponseBadRequest(
                 MESSAGE, content_type="text/plain; charset=utf-8"
             )
+        return self.get_response(request)
+
+
+class ProbeMiddleware:
+    """Answers the probes (CODEX_PROBE_VIEWS: /healthz, and /metrics and
+    /healthz/workers with the metrics token) before anything else looks at
+    the request, and so before Django checks its Host against ALLOWED_HOSTS.
+
+    Load balancers, Docker and Kubernetes address a container by its IP
+    address, which no ALLOWED_HOSTS lists. Skipping the host check is safe
+    for these views only: none of them builds a URL from the host, sets a
+    cookie or reads a session, and what they say beyond "ok" needs the token.
+    Everything else, a staff session on /metrics included, goes the usual way.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.views = {
+            path: import_string(view)
+            for path, view in getattr(settings, "CODEX_PROBE_VIEWS", {}).items()
+        }
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        view = self.views.get(request.path_info)
+        if view is not None and (
+            request.path_info == "/healthz" or "HTTP_AUTHORIZATION" in request.META
+        ):
+            return view(request)
         return self.get_response(request)

@@ -44,11 +44,15 @@ INSTALLED_APPS = [
     "codex.github",
     "codex.notifications",
     "codex.webhooks",
+    # /metrics and /healthz/workers (no models): reads every app above.
+    "codex.monitoring",
     # The agents' own commands (`manage.py demo`); they have no models.
     "agents",
 ]
 
 MIDDLEWARE = [
+    # The health and metrics probes, before the host check (they come by IP).
+    "codex.core.middleware.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY, security.py).
     "csp.middleware.CSPMiddleware",
@@ -66,6 +70,14 @@ MIDDLEWARE = [
     # Last, as django-axes asks: answers a locked-out sign-in with its message.
     "axes.middleware.AxesMiddleware",
 ]
+
+# The probes ProbeMiddleware answers whatever the Host header says: path → view.
+# /healthz is open; the others need the metrics token (codex.monitoring).
+CODEX_PROBE_VIEWS = {
+    "/healthz": "codex.core.views.healthz",
+    "/metrics": "codex.monitoring.views.metrics",
+    "/healthz/workers": "codex.monitoring.views.workers",
+}
 
 ROOT_URLCONF = "codex.urls"
 WSGI_APPLICATION = "codex.wsgi.application"

@@ -33,6 +33,9 @@ CODEX_PLAN_MAX_CYCLES = env_int("CODEX_PLAN_MAX_CYCLES", 3, minimum=1)
 CODEX_PROGRESS_MIN_SECONDS = env_int("CODEX_PROGRESS_MIN_SECONDS", 5, minimum=0)
 # The console's address for links in comments (blank: links are paths).
 CODEX_PUBLIC_URL = env_str("CODEX_PUBLIC_URL", "")
+# Where `make run` serves the console (HOST:PORT, set by the Makefile): links
+# printed outside a request name it when CODEX_PUBLIC_URL is blank.
+CODEX_CONSOLE_ADDRESS = env_str("CODEX_CONSOLE_ADDRESS", "")
 # The installation's monthly spend cap in USD (0: none); per repository: the
 # console's Repository.monthly_cap_usd.
 CODEX_MONTHLY_CAP_USD = env_int("CODEX_MONTHLY_CAP_USD", 0, minimum=0)

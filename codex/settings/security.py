@@ -180,3 +180,13 @@ if env_bool("CODEX_BEHIND_TLS", False):
     SECURE_HSTS_PRELOAD = env_bool("CODEX_HSTS_PRELOAD", False)
     if not SECURE_HSTS_PRELOAD:
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# /metrics and /healthz/workers: a scraper sends `Authorization: Bearer <this>`
+# (blank: only operators signed in to the console may read them).
+CODEX_METRICS_TOKEN = env_str("CODEX_METRICS_TOKEN", "")
+if CODEX_METRICS_TOKEN and len(CODEX_METRICS_TOKEN) < 24:
+    raise ImproperlyConfigured(
+        "CODEX_METRICS_TOKEN must be at least 24 characters (a guessable token "
+        "opens the installation's figures): python3 -c 'import secrets; "
+        "print(secrets.token_urlsafe(32))'"
+    )

@@ -66,6 +66,13 @@ CODEX_CLUSTER_BEAT_SECONDS = env_int("CODEX_CLUSTER_BEAT_SECONDS", 2, minimum=1)
 CODEX_CLUSTER_STALE_SECONDS = env_int("CODEX_CLUSTER_STALE_SECONDS", 30, minimum=5)
 CODEX_CLUSTER_SWEEP_SECONDS = env_int("CODEX_CLUSTER_SWEEP_SECONDS", 5, minimum=1)
 CODEX_STOP_GRACE_SECONDS = env_int("CODEX_STOP_GRACE_SECONDS", 10, minimum=0)
+# What a cluster reports of its machine with its beat (the jail, the model key:
+# codex.fleet.readiness.worker_report), at start-up and this often; the console
+# warns from these reports, not from the web server's own machine.
+CODEX_WORKER_HEALTH = env_str(
+    "CODEX_WORKER_HEALTH", "codex.fleet.readiness.worker_report"
+)
+CODEX_CLUSTER_HEALTH_SECONDS = env_int("CODEX_CLUSTER_HEALTH_SECONDS", 60, minimum=5)
 # A job whose worker died running it (its cluster lived on) is handed back at
 # most this many times; then it is given up and its task blocked with why.
 CODEX_JOB_REDELIVERIES = env_int("CODEX_JOB_REDELIVERIES", 3, minimum=0)

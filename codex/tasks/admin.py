@@ -1,13 +1,14 @@
 """The operator console for tasks.
 
-TaskAdmin, its inlines and helpers are here; the pages of a task's records
-(escalations, artifacts, reports, ...) are in codex.tasks.admin_records,
-imported below so that admin autodiscovery registers them."""
+TaskAdmin, its inlines and helpers are here; its list's actions (retry,
+pause, resume, cancel, break a lease) in codex.tasks.admin_actions; the pages
+of a task's records (escalations, artifacts, reports, ...) in
+codex.tasks.admin_records, imported below so that admin autodiscovery
+registers them."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
@@ -19,7 +20,7 @@ from codex.core.models import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
 from codex.tasks import admin_records  # noqa: F401  (registers the record pages)
-from codex.tasks.api.actions import retry_task
+from codex.tasks.admin_actions import TaskListActions, operator
 from codex.tasks.models import (
     AgentQuestion,
     Analysis,
@@ -31,11 +32,6 @@ from codex.tasks.models import (
     Triage,
     VerificationReport,
 )
-
-
-def operator(request: HttpRequest) -> str:
-    return f"user:{request.user.get_username()}"
-
 
 # The django-q2 pages an operator checks when jobs stall: (label, admin URL name).
 # The queue page exists only with the ORM broker (Redis has no admin model).
@@ -170,7 +166,7 @@ class AgentRunInline(ReadOnlyInline):
 
 
 @admin.register(Task)
-class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
+class TaskAdmin(TaskListActions, CodexFSMAdminMixin, admin.ModelAdmin):
     fsm_fields = ["status", "phase"]
     list_display = [
         "task_id",
@@ -189,7 +185,14 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
     search_fields = ["task_id", "title"]
     show_full_result_count = False
     date_hierarchy = "created_at"
-    actions = ["retry_tasks", "cancel_tasks", "force_break_lease", fan_out_to_children]
+    actions = [
+        "retry_tasks",
+        "pause_tasks",
+        "resume_tasks",
+        "cancel_tasks",
+        "force_break_lease",
+        fan_out_to_children,
+    ]
     inlines = [
         TriageInline,
         AnalysisInline,
@@ -240,12 +243,14 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         "lease_expires_at",
         "updated_at",
         "job_queue",
+        "live_page",
     ]
     fieldsets = [
         (
             "Request (immutable)",
             {
                 "fields": [
+                    "live_page",
                     "task_id",
                     "repository",
                     "created_by",
@@ -395,6 +400,12 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         )
         return True
 
+    @admin.display(description="team page")
+    def live_page(self, task: Task) -> str:
+        """The team's live page of the task (its outcome, reports, timeline)."""
+        url = reverse("pages:task", args=[task.task_id])
+        return format_html('<a href="{}" id="live-page">{}</a>', url, url)
+
     @admin.display(description="django-q2 queue")
     def job_queue(self, task: Task | None = None) -> str:
         links = job_queue_links()
@@ -405,72 +416,3 @@ class TaskAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
             '<a href="{}" class="job-queue-link">{}</a>',
             [(url, label) for label, url in links],
         )
-
-    def _report(self, request: HttpRequest, done: list, skipped: list, verb: str):
-        if done:
-            self.message_user(
-                request,
-                f"{verb} {len(done)} task(s): {', '.join(done)}.",
-                messages.SUCCESS,
-            )
-        for line in skipped:
-            self.message_user(request, line, messages.WARNING)
-        if not done and not skipped:
-            self.message_user(request, "No task selected.", messages.WARNING)
-
-    @admin.action(description="Retry now (blocked: unblock; failed: new task)")
-    def retry_tasks(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        done: list[str] = []
-        skipped: list[str] = []
-        for task in queryset.order_by("pk"):
-            try:
-                result, created = retry_task(task, by=operator(request))
-            except TransitionNotAllowed:
-                skipped.append(
-                    f"{task.task_id}: a {task.get_status_display().lower()} "
-                    "task cannot be retried."
-                )
-            except (LeaseUnavailable, VersionConflict) as exc:
-                skipped.append(f"{task.task_id}: not retried: {exc}.")
-            else:
-                if result.pk == task.pk:
-                    done.append(f"{task.task_id} unblocked")
-                elif created:
-                    done.append(f"{task.task_id} retried as {result.task_id}")
-                else:
-                    done.append(f"{task.task_id} already retried as {result.task_id}")
-        self._report(request, done, skipped, "Retried")
-
-    @admin.action(description="Cancel (at the end of a running step)")
-    def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        done: list[str] = []
-        skipped: list[str] = []
-        for task in queryset.order_by("pk"):
-            try:
-                _, deferred = task.request_control("cancel", by=operator(request))
-            except TransitionNotAllowed:
-                skipped.append(
-                    f"{task.task_id}: a {task.get_status_display().lower()} "
-                    "task cannot be cancelled."
-                )
-            except (LeaseUnavailable, VersionConflict) as exc:
-                skipped.append(f"{task.task_id}: not cancelled: {exc}.")
-            else:
-                if deferred:
-                    skipped.append(
-                        f"{task.task_id}: a worker is in a step; the cancellation "
-                        "will happen when that step ends."
-                    )
-                else:
-                    done.append(task.task_id)
-        self._report(request, done, skipped, "Cancelled")
-
-    @admin.action(description="Force-break the lease (recorded)")
-    def force_break_lease(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        broken = 0
-        for task in queryset.filter(lease_holder__isnull=False):
-            if task.break_lease(
-                by=operator(request), reason="force-broken by an operator"
-            ):
-                broken += 1
-        self.message_user(request, f"Broke {broken} lease(s).")

@@ -21,10 +21,14 @@ from codex.core.attention import (
     AttentionItem,
     attention_provider,
 )
+from codex.fleet.readiness import ERROR as READINESS_ERROR
+from codex.fleet.readiness import installation_blockers
 from codex.notifications.models import Notification, NotificationStatus
 from codex.tasks.models import Status, Task
 from codex.tasks.recovery import stuck_tasks as stuck_query
-from integrations.jail import unjailed_warning
+
+# Where the console shows more of a blocker.
+_blocker_links = {"no_worker": "/healthz/workers", "no_jail": "/healthz/workers"}
 
 
 def _plural(count: int, word: str) -> str:
@@ -122,12 +126,17 @@ def failing_notifications() -> list[AttentionItem]:
 
 @attention_provider
 def sandbox_and_keys() -> list[AttentionItem]:
-    """Configuration that weakens what protects the machine or the secrets."""
-    items = []
-    # Unjailed by choice (none), or no jail usable here (tasks escalate).
-    warning = unjailed_warning()
-    if warning:
-        items.append(AttentionItem(warning, ERROR))
+    """What blocks every task (no worker, no jail on any worker, no model
+    key: as the workers report it) and configuration that weakens what
+    protects the machine or the secrets."""
+    items = [
+        AttentionItem(
+            f"{blocker.topic}: {blocker.text}",
+            ERROR if blocker.level == READINESS_ERROR else WARNING,
+            _blocker_links.get(blocker.code, ""),
+        )
+        for blocker in installation_blockers()
+    ]
     production = not (settings.DEBUG or getattr(settings, "TESTING", False))
     if production and not getattr(settings, "CODEX_FERNET_KEYS", None):
         items.append(

@@ -30,8 +30,9 @@ from codex.accounts.permissions import (
     sees_escalations,
     visible_tasks,
 )
-from codex.events.models import Event
+from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun, LiveOutput
+from codex.fleet.readiness import installation_blockers
 from codex.tasks import dashboard as dashboard_queries
 from codex.tasks.forms import EscalationAnswerForm, TaskRequestForm, new_form_token
 from codex.tasks.models import (
@@ -41,12 +42,12 @@ from codex.tasks.models import (
     Status,
     Task,
 )
+from codex.tasks.outcome import pull_request_link, task_outcome
 from codex.tasks.page_actions import may_answer, page_actions
 from codex.tasks.page_people import people_context
 from codex.tasks.page_phases import held_since, phase_rows
 from codex.tasks.reports_view import review_view, verification_view
 from codex.tasks.safe_markdown import render_markdown
-from integrations.jail import unjailed_warning
 
 # The page shows the latest events; older ones are in the console.
 TIMELINE_LIMIT = 500
@@ -151,10 +152,9 @@ def _status_context(task: Task, user) -> dict[str, Any]:
         if sees_escalations(user)
         else None,
         "live_output": _live_output(task, user),
-        # Written by workers from forge answers: link it only if it is a web URL.
-        "pr_link": task.pr_url
-        if task.pr_url.startswith(("https://", "http://"))
-        else "",
+        # Written by workers from forge answers: a link only where a browser
+        # can follow it (a web URL, or the console's page of a local one).
+        "pr_link": pull_request_link(task, user),
     }
 
 
@@ -218,6 +218,8 @@ def task_page(request: HttpRequest, task_id: str) -> HttpResponse:
         "review_reports": [
             review_view(report) for report in task.review_reports.order_by("-cycle")
         ],
+        "outcome": task_outcome(task, request.user),
+        "event_kinds": EventKind.choices,
         "answer_form": _answer_form(task, request.user),
         "documents_key": documents_key(task),
         "poll_seconds": POLL_SECONDS,
@@ -302,7 +304,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "codex/dashboard.html",
         {
             "board": board,
-            "jail_warning": unjailed_warning(),
+            "blockers": installation_blockers(),
             "sees_inbox": may(request.user, "escalation.read"),
         },
     )

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from integrations.jail.health import missing_bubblewrap_fix, no_namespaces_fix
+
 WORKSPACE = "/workspace"
 OUTPUT_DIR = "/codex/out"
 EGRESS_DIR = "/codex/egress"
@@ -161,8 +163,7 @@ class BubblewrapBackend(Backend):
             return self._problem  # type: ignore[return-value]
         if not self.executable:
             self._problem = JailUnavailable(
-                "bubblewrap (bwrap) is not installed",
-                "apt-get install bubblewrap (or set CODEX_SANDBOX=docker)",
+                "bubblewrap (bwrap) is not installed", missing_bubblewrap_fix()
             )
             return self._problem
         probe = [self.executable, *self._namespaces(), *self._system(), "true"]
@@ -184,10 +185,7 @@ class BubblewrapBackend(Backend):
             self._problem = JailUnavailable(
                 "bubblewrap cannot create namespaces here: "
                 + (result.stderr.strip() or f"exit code {result.returncode}"),
-                "allow unprivileged user namespaces "
-                "(sysctl -w kernel.unprivileged_userns_clone=1, or "
-                "kernel.apparmor_restrict_unprivileged_userns=0), "
-                "or set CODEX_SANDBOX=docker",
+                no_namespaces_fix(),
             )
             return self._problem
         self._problem = None

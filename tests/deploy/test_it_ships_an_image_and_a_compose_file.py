@@ -61,6 +61,22 @@ def test_compose_starts_web_worker_postgresql_and_redis():
     assert "seccomp=unconfined" in services["worker"]["security_opt"]
 
 
+def test_the_worker_gets_what_the_jail_needs_on_a_stock_docker_host():
+    """bubblewrap's user namespaces (seccomp), mounts (AppArmor) and its own
+    /proc (Docker's masked paths) — and nothing more: no capability, no
+    privileged mode; the web server needs none of them."""
+    worker = COMPOSE["services"]["worker"]
+    assert set(worker["security_opt"]) == {
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+    }
+    assert "cap_add" not in worker and not worker.get("privileged")
+    assert "security_opt" not in COMPOSE["services"]["web"]
+    # The workers' advice names these options when the jail fails in one.
+    assert "CODEX_IN_CONTAINER=1" in runtime_stage()
+
+
 def test_compose_requires_the_keys_instead_of_inventing_them():
     environment = COMPOSE["services"]["web"]["environment"]
     assert environment["SECRET_KEY"].startswith("${SECRET_KEY:?")

@@ -15,7 +15,7 @@ from django.utils import timezone
 from codex.core import attention
 from codex.notifications.models import Notification, NotificationStatus
 from codex.tasks.models import Task
-from tests.factories import make_task, put_in_state
+from tests.factories import make_task, make_worker_cluster, put_in_state
 
 pytestmark = pytest.mark.django_db
 
@@ -68,6 +68,7 @@ def attention_text(console) -> str:
 
 
 def test_nothing_needs_attention_says_so(console):
+    make_worker_cluster()  # a worker beats, with its jail and a model key
     assert "Nothing needs attention" in attention_text(console)
 
 

@@ -23,10 +23,26 @@
     return Array.prototype.slice.call(body.querySelectorAll("tr"));
   }
 
+  /* The kind filter above the timeline: rows of other kinds are hidden, the
+   * rows that arrive later too. */
+  var kindFilter = document.getElementById("timeline-kind");
+
+  function filterRow(row) {
+    var kind = kindFilter ? kindFilter.value : "";
+    row.classList.toggle("filtered-out", kind !== "" && row.dataset.kind !== kind);
+  }
+
+  function filterAll() {
+    Array.prototype.forEach.call(timeline.querySelectorAll("tr[data-event-id]"), filterRow);
+  }
+
+  if (kindFilter) kindFilter.addEventListener("change", filterAll);
+
   /* Keep the event log's order (created_at, id) even when an event with an
    * earlier time arrives late: data-key sorts as a string. */
   function placeRow(row) {
     if (timeline.querySelector('tr[data-event-id="' + row.dataset.eventId + '"]')) return;
+    filterRow(row);
     var rows = timeline.querySelectorAll("tr[data-key]");
     for (var i = 0; i < rows.length; i++) {
       if (rows[i].dataset.key > row.dataset.key) {
@@ -70,6 +86,7 @@
     block.dataset.terminal = data.terminal ? "true" : "false";
     if (data.timeline_html !== undefined) {
       timeline.innerHTML = data.timeline_html;
+      filterAll();
       setHidden(data.events_hidden || 0);
     }
     (data.events || []).forEach(function (item) {
