@@ -39,6 +39,7 @@ from unittest import mock
 
 from django.test.utils import override_settings
 
+from codex.core.addresses import console_base_url
 from integrations.jail import SYSTEM_PATH
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ BANNER = "SCRIPTED DEMO: the model answers are pre-recorded, no real Claude is c
 REPOSITORY_NAME = "sample"
 ACTOR = "demo"
 MAX_STEPS = 20  # six phases take six steps; a loop back takes more
-CONSOLE = "http://127.0.0.1:8000"
 
 CALC = "def add(a, b):\n    return a + b\n"
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -489,5 +489,6 @@ def report(result: DemoResult, out: Callable[[str], None]) -> None:
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")
     out(f"See it in the console ({console_command()}, then log in):")
-    out(f"  {CONSOLE}/admin/tasks/task/{task.pk}/change/")
-    out(f"  {CONSOLE}/tasks/{task.task_id}/")
+    console = console_base_url()
+    out(f"  {console}/admin/tasks/task/{task.pk}/change/")
+    out(f"  {console}/tasks/{task.task_id}/")

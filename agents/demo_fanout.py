@@ -38,7 +38,6 @@ from agents.demo import (
     ACTOR,
     BANNER,
     CALC,
-    CONSOLE,
     README,
     TEST_CALC,
     ScriptedChange,
@@ -48,6 +47,7 @@ from agents.demo import (
     git,
     register,
 )
+from codex.core.addresses import console_base_url
 
 if TYPE_CHECKING:
     from codex.tasks.models import Task
@@ -307,4 +307,4 @@ def report(result: FanOutDemoResult, out: Callable[[str], None]) -> None:
     out(f"main in {result.bare}:")
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")
-    out(f"  {CONSOLE}/admin/children/fanout/{fan_out.pk}/change/")
+    out(f"  {console_base_url()}/admin/children/fanout/{fan_out.pk}/change/")

@@ -20,7 +20,9 @@ def run_demo(root) -> str:
     return out.getvalue()
 
 
-def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path):
+def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path, settings):
+    # Links name where `make run` listens (it exports its HOST and PORT).
+    settings.CODEX_CONSOLE_ADDRESS = "127.0.0.1:8123"
     output = run_demo(tmp_path / "demo")
 
     task = Task.objects.get()
@@ -37,8 +39,8 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path):
         "spec.md",
         "release-notes.md",
         "verification: approve, tests 2 passed / 0 failed / 2 total",
-        f"/admin/tasks/task/{task.pk}/change/",
-        f"/tasks/{task.task_id}/",
+        f"http://127.0.0.1:8123/admin/tasks/task/{task.pk}/change/",
+        f"http://127.0.0.1:8123/tasks/{task.task_id}/",
         f"email  sent    to team@example.com: {task.task_id} released",
         "Merge gate: approval",
         "approved by user:demo-reviewer",
