@@ -43,7 +43,7 @@ from agents.answers import AnswerUnavailable, answer_question
 from agents.prompts import strip_hidden
 from agents.team import BY_TEAM_NAME, TEAM_NAMES, role_of, team_name
 from agents.tools import Tool, ToolError, _schema
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
 from codex.fleet.tool_events import record_tool_event

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from codex.claims.models import IssueClaim
-from codex.core.side_effects import perform_once, settle
+from codex.core.store import perform_once, settle
 from codex.tasks.runners import PhaseResult
 from integrations.github.forge import IssueGone
 

@@ -53,9 +53,7 @@ from django.db import transaction
 from django_fsm import TransitionNotAllowed
 
 from agents.team import role_of
-from codex.core.compiled_query import first_row
-from codex.core.models import VersionConflict
-from codex.core.plain_updates import update_row
+from codex.core.store import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
     AgentRun,
@@ -95,19 +93,8 @@ def instance_role(phase: str) -> str:
 
 
 def current_instance(task: Task, role: str) -> AgentInstance | None:
-    """The task's instance of `role` not terminated, newest first (every step
-    asks: compiled once, codex.core.compiled_query)."""
-    return first_row(
-        AgentInstance,
-        "current-instance",
-        lambda task_id, role: (
-            AgentInstance.objects.running()
-            .filter(task_id=task_id, role=role)
-            .order_by("-created_at", "-id")[:1]
-        ),
-        task.pk,
-        role,
-    )
+    """The task's instance of `role` not terminated, newest first."""
+    return AgentInstance.objects.current(task.pk, role)
 
 
 def running_run(task: Task) -> AgentRun | None:
@@ -148,8 +135,7 @@ def begin_phase_instance(
         instance.attach_process(**process)
     if run is not None and run.instance_id is None:
         # Not state: no version bump (the worker holds the run object).
-        update_row(AgentRun, run.pk, {"instance_id": instance.pk})
-        run.instance_id = instance.pk
+        run.write_unversioned(instance_id=instance.pk)
     return instance
 
 

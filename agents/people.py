@@ -183,7 +183,7 @@ def steering_prompt(task: Task, role_name: str, given: set[int] | None = None) -
     given = set() if given is None else given
     messages = [
         message
-        for message in SteeringMessage.undelivered_for(task.pk)
+        for message in SteeringMessage.objects.undelivered_to(task.pk)
         if message.pk not in given
     ]
     if not messages:

@@ -1,6 +1,6 @@
 """What a worker process needs before its first step, made once in the
 cluster's sentinel before it forks its workers (CODEX_WORKER_WARM_UP, called
-by codex.core.cluster_recovery after it imported the phase runner): every
+by codex.core.workers.cluster_recovery after it imported the phase runner): every
 worker, the first ones and each one forked in place of a recycled or dead one,
 starts with it instead of paying for it during a task's step.
 """

@@ -142,7 +142,7 @@ def _piece(piece: str, on: bool):
     from django.test import override_settings
     from rest_framework.parsers import JSONParser
 
-    from codex.core.throttles import THROTTLE_CACHE
+    from codex.core.api.throttles import THROTTLE_CACHE
     from codex.tasks.api.views import TaskViewSet
 
     if piece == "throttles":

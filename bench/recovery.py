@@ -14,7 +14,7 @@ starts again in the cluster it forks in the dead one's place.
 And what a cluster costs to start in a dead one's place: the CPU-seconds of
 its whole process group when its sentinel reports it running, a cold
 `manage.py qcluster` against one forked by `manage.py codex_workers` after
-the supervisor's cluster was killed (codex/core/supervisor.py). Goal: a
+the supervisor's cluster was killed (codex/core/workers/supervisor.py). Goal: a
 forked start at most a quarter of a cold one."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _redis_broker():
 def _empty(kind: str) -> None:
     """No job, schedule or cluster row left by other figures or rounds (a
     starting cluster runs the due schedules at once)."""
-    from codex.core.clusters import WorkerCluster
+    from codex.core.workers import WorkerCluster
 
     quiet_queue()
     WorkerCluster.objects.all().delete()
@@ -204,7 +204,7 @@ def _measure(kind: str, rounds: int, root: Path) -> list[dict]:
         warm,
         f"{rounds} SIGKILL(s) of the whole cluster manage.py codex_workers runs, "
         f"{JOBS} jobs running in it each; the supervisor forks the replacement "
-        f"from its warm memory (codex/core/supervisor.py)",
+        f"from its warm memory (codex/core/workers/supervisor.py)",
     )
 
 

@@ -7,7 +7,7 @@ lease), together with its event. On PostgreSQL (the bench database) they are
 one statement, a data-modifying CTE: WITH updated AS (UPDATE ... RETURNING 1),
 r0 AS (INSERT INTO events_event ... SELECT ... FROM updated) SELECT ...; a
 resume adds the ORM broker's job row of the next step as one more INSERT of the
-same statement (codex.core.queue.job_row). Outside a transaction that one
+same statement (codex.core.workers.queue.job_row). Outside a transaction that one
 statement is atomic by itself, so no BEGIN/COMMIT is sent: one round trip per
 transition, as for the raw UPDATE it is compared with.
 """

@@ -102,7 +102,7 @@ def make_worker_cluster(
 
     from django.utils import timezone
 
-    from codex.core.clusters import WorkerCluster
+    from codex.core.workers.clusters import WorkerCluster
 
     now = timezone.now()
     beat_at = now - timedelta(seconds=beat_seconds_ago)

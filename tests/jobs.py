@@ -2,7 +2,7 @@
 
 A job reaches django-q two ways: `async_task` (after a commit; tests record
 those calls with an `enqueued` fixture) or, with the ORM broker, as a row
-written by the change itself (codex.core.queue.job_row: a transition, a step,
+written by the change itself (codex.core.workers.queue.job_row: a transition, a step,
 a new task). `queued_jobs` reads the second kind from the broker's table.
 """
 
@@ -27,7 +27,7 @@ def route_enqueues(monkeypatch, broker):
     """Send every enqueue of the test process to `broker` (a django-q broker
     object), whatever the test settings' broker is: async_task's, and, for a
     broker that is not the ORM one, also the jobs a change would otherwise
-    write as rows of its own (codex.core.queue.job_row), as in a process
+    write as rows of its own (codex.core.workers.queue.job_row), as in a process
     configured for that broker. Returns `broker`."""
     from django_q.brokers.orm import ORM
     from django_q.conf import Conf

@@ -17,7 +17,7 @@ from agents.repo_map.prompt import warm_in_background
 from agents.roles.base import COMMON_RULES, Role, RoleContext, Step, string_list
 from agents.roles.reviewer import inert
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import SideEffectUncertain, perform_once
+from codex.core.store import SideEffectUncertain, perform_once
 from codex.tasks.models.analysis import Complexity, Scope, Triage, TriageType
 from codex.tasks.runners import PhaseResult
 from codex.tasks.speckit import complete_spec

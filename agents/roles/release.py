@@ -13,7 +13,7 @@ from agents.forge_steps import mark_ready, source_issue_gone
 from agents.gate_steps import merge_gate
 from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import perform_once, settle
+from codex.core.store import perform_once, settle
 from codex.tasks.runners import PhaseResult
 from integrations.git import head_sha, mirror_path, remove_worktree
 from integrations.github.forge import IssueGone

@@ -23,7 +23,7 @@ from agents.feedback import RESPONSES_DOCUMENT
 from agents.prompts import strip_hidden
 from agents.roles.base import COMMON_RULES, Role, RoleContext, Step
 from codex.core.errors import ClassifiedFailure
-from codex.core.side_effects import SideEffectUncertain, perform_once
+from codex.core.store import SideEffectUncertain, perform_once
 from codex.tasks.runners import PhaseResult
 
 if TYPE_CHECKING:

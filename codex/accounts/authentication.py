@@ -10,7 +10,7 @@ from rest_framework import authentication, exceptions
 
 from codex.accounts.models import ApiToken
 from codex.accounts.permissions import ROLE_GROUPS, remember_roles
-from codex.core.throttles import FailedAuthThrottle
+from codex.core.api.throttles import FailedAuthThrottle
 
 # Writing last_used_at on every request would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=5)

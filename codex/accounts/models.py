@@ -17,7 +17,7 @@ from django.db import models
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from codex.core.compiled_query import CompiledQuery, compiled
+from codex.core.store import hot_row
 
 KEY_PREFIX_LENGTH = 8
 
@@ -42,7 +42,7 @@ class ApiTokenQuerySet(models.QuerySet):
         whatever queryset it is called on.
         """
         names = tuple(role_groups)
-        token = _token_query(names, self.db).first(hash_key(key))
+        token = self.model.objects.active_with_hash(hash_key(key), role_groups=names)
         if token is not None:
             token.user_role_groups = frozenset(
                 name
@@ -51,52 +51,26 @@ class ApiTokenQuerySet(models.QuerySet):
             )
         return token
 
-
-_AUTHENTICATING: dict[tuple[str, ...], ApiTokenQuerySet] = {}
-
-
-def _authenticating(role_groups: tuple[str, ...]) -> ApiTokenQuerySet:
-    """The token query of `authenticate` without its key, built once per set of
-    role groups: building the annotated query took longer than running it
-    (about 0.6 ms of CPU per API request). `_token_query` compiles it."""
-    template = _AUTHENTICATING.get(role_groups)
-    if template is None:
+    @hot_row
+    def active_with_hash(
+        self, key_hash: str, *, role_groups: tuple[str, ...]
+    ) -> ApiTokenQuerySet:
+        """The active token of `key_hash` with its user, annotated with
+        whether the user is in each of `role_groups` (`_in_group_<n>`): every
+        API request asks. key_hash is unique: LIMIT 1 with no ORDER BY."""
         in_group = {
             f"_in_group_{index}": Exists(
                 Group.objects.filter(user=OuterRef("user_id"), name=name)
             )
             for index, name in enumerate(role_groups)
         }
-        template = (
-            ApiToken.objects.active()
+        return (
+            self.active()
             .select_related("user")
             .annotate(**in_group)
-            .order_by()
+            .filter(key_hash=key_hash)
+            .order_by()[:1]
         )
-        _AUTHENTICATING[role_groups] = template
-    return template
-
-
-# Stands for the key hash while the token query is compiled (never a real
-# hash: those are 64 hexadecimal characters).
-_KEY_HASH_SLOT = "<key hash>"
-
-
-def _token_query(role_groups: tuple[str, ...], using: str) -> CompiledQuery:
-    """`_authenticating(role_groups)` for one key hash, compiled once per
-    database and set of role groups: compiling it (the token, its user, one
-    EXISTS per role group) cost more CPU than the rest of authentication.
-    key_hash is unique: LIMIT 1 with no ORDER BY (first() would add one)."""
-    return compiled(
-        f"api-token:{','.join(role_groups)}",
-        using,
-        lambda: CompiledQuery(
-            _authenticating(role_groups)
-            .using(using)
-            .filter(key_hash=_KEY_HASH_SLOT)[:1],
-            _KEY_HASH_SLOT,
-        ),
-    )
 
 
 class ApiToken(models.Model):

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from django_fsm import TransitionNotAllowed
 
 from codex.children.models import ChildReport, CompletionAnalysis, FanOut
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 
 
 def operator(request: HttpRequest) -> str:

@@ -27,9 +27,14 @@ from codex.children.choices import FanOutState, MergeStrategy
 from codex.children.decision import MERGING_STRATEGIES
 from codex.children.models import Child, CompletionAnalysis, FanOut
 from codex.core.errors import ClassifiedFailure
-from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.core.queue import enqueue_on_commit
-from codex.core.side_effects import SideEffectUncertain, perform_once, settle
+from codex.core.store import (
+    LeaseUnavailable,
+    SideEffectUncertain,
+    VersionConflict,
+    perform_once,
+    settle,
+)
+from codex.core.workers import enqueue_on_commit
 from codex.repositories.forge import get_forge
 from codex.repositories.models import MergeGate
 

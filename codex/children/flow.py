@@ -26,8 +26,7 @@ from codex.children.requests import (
     from_split,
     parse_children_list,
 )
-from codex.core.compiled_query import first_row
-from codex.core.queue import enqueue_on_commit
+from codex.core.workers import enqueue_on_commit
 
 if TYPE_CHECKING:
     from codex.tasks.models import Task
@@ -80,13 +79,7 @@ def waiting_on_fan_out() -> Q:
 def held_step(task: Task, *, by: str) -> str | None:
     """Why the worker's step must not run the task's phase now, after doing
     the parent's or child's part; None for an ordinary step."""
-    # Every step of every task asks: compiled once (parent is one-to-one).
-    fan_out = first_row(
-        FanOut,
-        "fan-out-of-parent",
-        lambda parent_id: FanOut.objects.filter(parent_id=parent_id).order_by()[:1],
-        task.pk,
-    )
+    fan_out = FanOut.objects.of_parent(task.pk)
     if fan_out is None:
         requests = requested_children(task)
         if requests:

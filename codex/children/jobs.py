@@ -8,7 +8,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from codex.children.models import FanOut
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from codex.children.models import Child, ChildReport
-from codex.core.side_effects import perform_once
+from codex.core.store import perform_once
 from codex.repositories.forge import get_forge
 
 REPORT_JOB = "codex.children.jobs.report_child"

@@ -21,7 +21,7 @@ from codex.children.choices import FanOutState
 from codex.children.models import Child, FanOut
 from codex.children.models.fan_out_queryset import completion_window
 from codex.children.requests import ChildListInvalid, ChildRequest
-from codex.core.side_effects import perform_once
+from codex.core.store import perform_once
 from codex.repositories.forge import get_forge
 
 if TYPE_CHECKING:

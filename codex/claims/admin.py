@@ -19,7 +19,7 @@ from codex.claims.models import (
 )
 from codex.claims.models.backlog import ACTIVE_STATES
 from codex.core.admin import CodexFSMAdminMixin
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.tasks.models import TERMINAL_STATUSES
 
 

@@ -7,7 +7,7 @@ import logging
 from django_fsm import TransitionNotAllowed
 
 from codex.claims.models import BacklogRun, IssueClaim
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def add_issue_to_board(project, issue_number: int):
     from django.db import IntegrityError
 
     from codex.claims.models import BoardItem
-    from codex.core.side_effects import perform_once
+    from codex.core.store import perform_once
     from integrations.github.projects import add_item, issue_node_id
 
     def add() -> dict:
@@ -197,7 +197,7 @@ def push_board_status(item) -> dict:
     """Show the item's status on GitHub, once per (item, status). Setting a
     field value twice is harmless, so an unfinished earlier attempt is simply
     repeated (the lookup cannot tell, and need not)."""
-    from codex.core.side_effects import perform_once
+    from codex.core.store import perform_once
     from integrations.github.projects import move_item
 
     def move() -> dict:

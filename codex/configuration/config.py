@@ -14,7 +14,6 @@ from django.conf import settings
 
 from codex.configuration.models import Setting
 from codex.configuration.registry import config_key
-from codex.core.compiled_query import first_row
 
 _UNSET = object()
 
@@ -44,15 +43,8 @@ def get_config(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
 
 
 def stored_setting(key: str) -> Setting | None:
-    """The database row of `key`, if saved: read by every step, for every
-    policy it applies, so the query is compiled once (codex.core.compiled_query;
-    key is unique)."""
-    return first_row(
-        Setting,
-        "setting-by-key",
-        lambda key: Setting.objects.filter(key=key).order_by()[:1],
-        key,
-    )
+    """The database row of `key`, if saved."""
+    return Setting.objects.stored(key)
 
 
 def _environment_value(name: str, environ: Mapping[str, str] | None) -> str | None:

@@ -12,7 +12,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from codex.configuration.models.credential import ActiveCredential
-from codex.core.compiled_query import first_row
 
 # The configuration key whose stored secret is a source's first credential.
 CREDENTIAL_KEYS = {"github": "github.token", "claude": "anthropic.api_key"}
@@ -41,13 +40,7 @@ def current_credential(source: str) -> str | None:
     keys = configured_credentials(source)
     if not keys:
         return None
-    # Every model request's client asks: compiled once (source is unique).
-    row = first_row(
-        ActiveCredential,
-        "active-credential",
-        lambda source: ActiveCredential.objects.filter(source=source).order_by()[:1],
-        source,
-    )
+    row = ActiveCredential.objects.of(source)
     return keys[(row.index if row else 0) % len(keys)]
 
 

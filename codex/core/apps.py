@@ -12,12 +12,12 @@ class CoreConfig(AppConfig):
         from django_fsm.signals import post_transition
         from django_q.signals import pre_execute
 
-        from codex.core.django_internals import (
+        from codex.core.store.django_internals import (
             check_django_internals,
             check_event_log_registered,
         )
-        from codex.core.job_results import leave_success_unsaved
-        from codex.core.logged_state import record_transition_event
+        from codex.core.store.logged_state import record_transition_event
+        from codex.core.workers.job_results import leave_success_unsaved
 
         # Refuse to start when a Django internal the fast path relies on
         # changed (docs/architecture.md#fast-path), or without an event log.
@@ -38,6 +38,6 @@ class CoreConfig(AppConfig):
 
 
 def _seed_schedules(**kwargs) -> None:
-    from codex.core.schedules import seed_schedules
+    from codex.core.workers.schedules import seed_schedules
 
     seed_schedules()

@@ -5,7 +5,7 @@ PostgreSQL text cannot hold U+0000: a NUL reaching a lookup (a task id in the
 path, a ?task= filter, the console's ?status__exact=) fails in the database as
 a 500. No URL of Codex has a use for one, so it is refused here, once, with a
 400 that says why: in the API's error shape under /api/, as a plain page
-elsewhere. Bodies are checked where they are parsed (codex.core.parsers for
+elsewhere. Bodies are checked where they are parsed (codex.core.api.parsers for
 the API; Django's form fields refuse NUL themselves).
 """
 

@@ -7,7 +7,7 @@ class EventsConfig(AppConfig):
     verbose_name = "Event log"
 
     def ready(self) -> None:
-        from codex.core.event_rows import register_event_row_factory
+        from codex.core.store import register_event_row_factory
         from codex.events.models import Event
 
         # Logged state changes in codex.core write their events as these rows.

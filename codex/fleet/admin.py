@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
 
 from codex.core.admin import CodexFSMAdminMixin
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
     AgentRun,

@@ -32,8 +32,8 @@ from django.db.models.lookups import LessThan
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import VersionConflict
-from codex.core.queue import enqueue_on_commit
+from codex.core.store import VersionConflict
+from codex.core.workers import enqueue_on_commit
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.fleet.models.instance import instance_silent_since
 from codex.fleet.models.run import run_silent_since
@@ -270,7 +270,7 @@ def release_dead_worker(holder: str, reason: str) -> list[str]:
     """Free what the worker `holder` (worker:<host>:<pid>) held when it died:
     break the leases it holds on tasks, with a lease event naming `reason`,
     and fail their running agent runs. Its job is handed back by the caller
-    (codex.core.cluster_recovery), so nothing is re-queued here. Returns the
+    (codex.core.workers.cluster_recovery), so nothing is re-queued here. Returns the
     task ids freed. Safe to run twice: a lease someone else took is kept."""
     freed: list[str] = []
     for task in Task.objects.filter(lease_holder=holder):
@@ -302,7 +302,7 @@ def release_dead_worker(holder: str, reason: str) -> list[str]:
 
 def give_up_job(package: dict, reason: str) -> str | None:
     """A job whose worker died running it more than CODEX_JOB_REDELIVERIES
-    times is not handed back again (codex.core.brokers): record it as a failed
+    times is not handed back again (codex.core.workers.brokers): record it as a failed
     job (the console's failed jobs list), and block the task it would have
     advanced, with `reason`, for an operator to look at (no retry time: it
     stays blocked until someone unblocks it). A task with no retries left is

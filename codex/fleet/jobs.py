@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.fleet.limits import review_limits
 from codex.fleet.models import AgentInstance, InstanceStatus, InstanceType
 
@@ -190,7 +190,7 @@ def _settle_failed_reviews(coding: AgentInstance) -> None:
 def _escalate_abandoned(task_pk: int, reason: str) -> None:
     from django_fsm import TransitionNotAllowed
 
-    from codex.core.models import LeaseUnavailable
+    from codex.core.store import LeaseUnavailable
     from codex.tasks.models import EscalationReason, Status, Task
 
     task = Task.objects.filter(pk=task_pk, status=Status.IN_PROGRESS).first()

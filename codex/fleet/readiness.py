@@ -1,7 +1,7 @@
 """What blocks every task of the installation, from what the workers report.
 
 Each worker cluster reports its machine with its beats (`worker_report`,
-CODEX_WORKER_HEALTH, stored on codex.core.clusters.WorkerCluster): whether
+CODEX_WORKER_HEALTH, stored on codex.core.workers.clusters.WorkerCluster): whether
 its command jail works (and the fix where it does not, right for a container
 or a machine of its own), and whether it has a model key. From those reports
 `installation_blockers` says, for the dashboard, the console and /metrics,
@@ -20,7 +20,7 @@ from django.conf import settings
 
 from codex.configuration.config import get_config
 from codex.configuration.credentials import CREDENTIAL_KEYS, configured_credentials
-from codex.core.clusters import WorkerCluster
+from codex.core.workers import WorkerCluster
 from integrations.anthropic.client import SOURCE as MODEL_SOURCE
 from integrations.jail import unjailed_warning
 from integrations.jail.health import jail_health

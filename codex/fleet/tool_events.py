@@ -61,10 +61,7 @@ def record_tool_event(
         },
     )
     # Activity is not state: no version bump (see AgentInstance.beat).
-    AgentInstance._base_manager.filter(pk=instance.pk).update(
-        last_activity=event.created_at
-    )
-    instance.last_activity = event.created_at
+    instance.write_unversioned(last_activity=event.created_at)
     return event
 
 

@@ -19,7 +19,7 @@ from django.core.cache import cache
 from django.db.models import Max
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.fleet.models import AgentInstance
 from codex.fleet.models.choices import InstanceStatus
 from codex.github.models import GitHubIssue

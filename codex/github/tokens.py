@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from codex.configuration.credentials import current_credential
 from codex.core.errors import NO_RESPONSE, Action, make_error
-from codex.core.models import LeaseUnavailable
+from codex.core.store import LeaseUnavailable
 from codex.github.models import GitHubToken
 from integrations.github.tokens import SOURCE, app_configured
 

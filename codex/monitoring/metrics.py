@@ -33,7 +33,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from codex.core.queue_snapshot import queue_snapshot
+from codex.core.workers import queue_snapshot
 from codex.fleet.models import AgentRun, RunStatus
 from codex.fleet.readiness import (
     BLOCKER_CODES,

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from codex.core.queue_snapshot import queue_snapshot
+from codex.core.workers import queue_snapshot
 from codex.fleet.readiness import ERROR, beating_workers, installation_blockers
 
 

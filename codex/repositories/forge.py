@@ -8,7 +8,7 @@ pull requests live. Two implementations, selected per repository:
   whole pipeline without GitHub.
 
 Every method that changes something outside the database is called through
-`codex.core.side_effects.perform_once` by its callers, with the matching
+`codex.core.store.side_effects.perform_once` by its callers, with the matching
 lookup method (`find_pull_request`, `find_comment`, `find_review`) so that a
 retried step never makes a second pull request, comment or review. Failures
 are raised as `codex.core.errors.ClassifiedFailure`.

@@ -52,8 +52,8 @@ def refresh_ci_results(repository: Repository) -> dict[str, int]:
     webhook brings them sooner; this catches a missed delivery). A task whose
     CI settled gets `ci_passing` under its lease and its next step enqueued;
     a task a worker holds is left for the next round."""
-    from codex.core.models import LeaseUnavailable, VersionConflict
-    from codex.core.queue import enqueue_on_commit
+    from codex.core.store import LeaseUnavailable, VersionConflict
+    from codex.core.workers import enqueue_on_commit
     from codex.repositories.forge import get_forge
     from codex.tasks.models import Phase, Status, Task
 

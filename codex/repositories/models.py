@@ -10,6 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from codex.core.store import hot_row
 from integrations.jail.egress import allowed_host_list
 
 
@@ -137,6 +138,12 @@ class MergeGate(models.TextChoices):
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
+
+    @hot_row
+    def at_url(self, url: str) -> RepositoryQuerySet:
+        """The repository registered at `url`, already normalized, or None
+        (every POST /api/tasks/ asks; url is unique: no ORDER BY)."""
+        return self.filter(url=url).order_by()[:1]
 
 
 class Repository(models.Model):

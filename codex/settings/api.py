@@ -19,7 +19,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": env_int("CODEX_API_PAGE_SIZE", 50, minimum=1, maximum=500),
     "EXCEPTION_HANDLER": "codex.core.api.errors.exception_handler",
     # Writes are JSON only (415 otherwise), bounded and storable (parsers.py).
-    "DEFAULT_PARSER_CLASSES": ["codex.core.parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["codex.core.api.parsers.StrictJSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "NUM_PROXIES": CODEX_PROXY_COUNT,
     "DEFAULT_SCHEMA_CLASS": "codex.core.api.schema.ApiSchema",

@@ -69,7 +69,7 @@ CACHES = {
     ),
     # API throttle counts: shared by every web process and machine (a
     # per-process count lets each gunicorn worker grant the whole rate). The
-    # database cache (codex.core.db_cache: a set is one upsert) has its table
+    # database cache (codex.core.store.db_cache: a set is one upsert) has its table
     # made by migration core 0004. Tests count in memory (the schema is loaded
     # before any test database exists) except those of the shared count
     # (tests/core/api/test_throttling.py).
@@ -86,7 +86,7 @@ CACHES = {
         }
         if TESTING
         else {
-            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
+            "BACKEND": "codex.core.store.db_cache.UpsertDatabaseCache",
             "LOCATION": "codex_throttle_cache",
         }
     ),

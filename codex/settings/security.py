@@ -154,7 +154,7 @@ AXES_RESET_ON_SUCCESS = True
 # No start-up banner: every manage.py command would print it on stderr.
 AXES_VERBOSE = False
 # The client's address as the API throttles see it (CODEX_PROXY_COUNT).
-AXES_CLIENT_IP_CALLABLE = "codex.core.throttles.client_address"
+AXES_CLIENT_IP_CALLABLE = "codex.core.api.throttles.client_address"
 AXES_COOLOFF_MESSAGE = (
     "Too many failed sign-ins for this account from your address: it is locked "
     f"for {_lockout_minutes} minutes. An operator can unlock it sooner in the "

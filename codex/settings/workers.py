@@ -31,7 +31,7 @@ Q_CLUSTER = {
     "max_rss": env_int("CODEX_WORKER_MAX_RSS_KB", 512_000, minimum=50_000),
     "ack_failures": True,
     # Successful jobs' results are kept and pruned by a scheduled job
-    # (codex/core/job_results.py): django-q2's own pruning reads every kept
+    # (codex/core/workers/job_results.py): django-q2's own pruning reads every kept
     # result on every job's save.
     "save_limit": 0,
     "catch_up": False,
@@ -39,12 +39,12 @@ Q_CLUSTER = {
     # A cluster takes a job from the broker only to start it: one waiting in
     # its memory queue (the least django-q2 allows), one at a time. Every job
     # it took is claimed in the broker under its name until it is acknowledged
-    # (codex.core.brokers), so a dead cluster's jobs are handed back at once.
+    # (codex.core.workers.brokers), so a dead cluster's jobs are handed back at once.
     "queue_limit": 1,
     "bulk": 1,
 }
 # How many successful jobs' results the console keeps (the newest; pruned by
-# codex.core.job_results.prune_job_results). Failed jobs are always kept.
+# codex.core.workers.job_results.prune_job_results). Failed jobs are always kept.
 CODEX_JOB_RESULTS_KEPT = env_int("CODEX_JOB_RESULTS_KEPT", 1000, minimum=0)
 # Jobs whose successes keep no result: the progress comment's edits, several
 # per task, would crowd the steps out of the kept results. Their failures are
@@ -52,10 +52,10 @@ CODEX_JOB_RESULTS_KEPT = env_int("CODEX_JOB_RESULTS_KEPT", 1000, minimum=0)
 CODEX_JOB_RESULTS_UNSAVED = ("codex.tasks.progress.update_progress_comment",)
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
-    Q_CLUSTER["broker_class"] = "codex.core.redis_broker.ClaimingRedis"
+    Q_CLUSTER["broker_class"] = "codex.core.workers.redis_broker.ClaimingRedis"
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["broker_class"] = "codex.core.brokers.ClaimingORM"
+    Q_CLUSTER["broker_class"] = "codex.core.workers.brokers.ClaimingORM"
 # A cluster beats every CODEX_CLUSTER_BEAT_SECONDS; one silent for
 # CODEX_CLUSTER_STALE_SECONDS (or whose process is gone from its machine) is
 # dead, and any other cluster hands its jobs back, checking every
@@ -164,10 +164,10 @@ CODEX_SCHEDULES = {
     "codex.webhooks.jobs.prune_deliveries": env_int(
         "CODEX_EVERY_WEBHOOK_PRUNING_MINUTES", 1440, minimum=0
     ),
-    "codex.core.idempotency.prune_idempotency_records": env_int(
+    "codex.core.api.idempotency.prune_idempotency_records": env_int(
         "CODEX_EVERY_IDEMPOTENCY_PRUNING_MINUTES", 60, minimum=0
     ),
-    "codex.core.job_results.prune_job_results": env_int(
+    "codex.core.workers.job_results.prune_job_results": env_int(
         "CODEX_EVERY_JOB_RESULT_PRUNING_MINUTES", 5, minimum=0
     ),
     "codex.events.jobs.prune_old_events": env_int(

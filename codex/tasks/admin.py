@@ -16,7 +16,7 @@ from django_fsm import TransitionNotAllowed
 
 from codex.children.console import fan_out_to_children
 from codex.core.admin import CodexFSMAdminMixin
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
 from codex.tasks import admin_records  # noqa: F401  (registers the record pages)

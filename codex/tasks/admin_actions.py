@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.api.actions import retry_task
 from codex.tasks.models import Task
 

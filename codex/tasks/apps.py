@@ -14,9 +14,9 @@ class TasksConfig(AppConfig):
         post_transition.connect(record_transition_event, dispatch_uid="task_event_log")
         # The console's Attention items register themselves on import.
         import codex.tasks.attention  # noqa: F401
-        from codex.core import worker_hooks
+        from codex.core.workers import on_warm_up
 
-        worker_hooks.on_warm_up(warm_up_steps)
+        on_warm_up(warm_up_steps)
 
 
 def warm_up_steps() -> None:

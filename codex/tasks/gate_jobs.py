@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.events.models import EventKind
 from codex.repositories.forge import get_forge
 from codex.tasks.models import (

@@ -24,8 +24,8 @@ from codex.core.database import (
     wait_for_database,
 )
 from codex.core.errors import ClassifiedFailure
-from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.core.queue import enqueue_on_commit, job_handed_back
+from codex.core.store import LeaseUnavailable, VersionConflict
+from codex.core.workers import enqueue_on_commit, job_handed_back
 from codex.fleet.models import AgentRun, running_step
 from codex.tasks.models import ControlRequest, Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
@@ -88,7 +88,7 @@ def _advance_task(task_id: str, holder: str) -> str:
         # Taking the lease re-reads a row that moved on: check its state again.
         if task.status not in (Status.PENDING, Status.IN_PROGRESS):
             return f"skipped: {task.status}"
-        if ControlRequest.pending_for(task.pk):
+        if ControlRequest.objects.pending_of(task.pk):
             return _apply_requests_only(task, holder)
         if task.status == Status.PENDING:
             task.start(by=holder)
@@ -191,9 +191,7 @@ class Heartbeat:
             if not self.task.keep_lease_alive(self.holder):
                 self.lost = True
                 logger.warning("%s lost the lease of %s", self.holder, self.task)
-            AgentRun._base_manager.filter(pk=self.run.pk).update(
-                heartbeat_at=timezone.now()
-            )
+            self.run.write_unversioned(heartbeat_at=timezone.now())
             self.beats += 1
         except DatabaseError:
             logger.exception("heartbeat of %s failed; trying again", self.task)

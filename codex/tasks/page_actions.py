@@ -21,7 +21,7 @@ from codex.accounts.permissions import (
     TaskControlPermission,
     roles_of,
 )
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.api.actions import retry_task
 from codex.tasks.api.serializers import available_actions
 from codex.tasks.models import Status, Task

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_fsm import TransitionNotAllowed
 
 from codex.accounts.decorators import allowed_to
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.forms import EscalationAnswerForm
 from codex.tasks.models import AlreadyResolved, Escalation, Task
 from codex.tasks.page_people import waiting_gates

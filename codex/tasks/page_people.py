@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from codex.accounts.decorators import roles_required
 from codex.accounts.permissions import GatePermission, SteerPermission, roles_of
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.models import (
     Decider,
     Gate,

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from codex.core.side_effects import exclusive, perform_once
+from codex.core.store import exclusive, perform_once
 from codex.fleet.models import AgentRun
 from codex.repositories.forge import get_forge
 from codex.tasks.models import GateKind, ProgressEdit, Status, Task

@@ -32,8 +32,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from codex.core.models import LeaseUnavailable, VersionConflict, lease_is_free
-from codex.core.queue import enqueue_on_commit
+from codex.core.store import LeaseUnavailable, VersionConflict, lease_is_free
+from codex.core.workers import enqueue_on_commit
 from codex.events.models import EventKind
 from codex.tasks.models import Phase, PhaseStatus, Status, Task
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.models import (
     Decider,
     GateDecision,

@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from codex.core.queue import enqueue_on_commit
+from codex.core.workers import enqueue_on_commit
 from codex.webhooks.handlers import dispatch
 from codex.webhooks.handlers.common import Result
 from codex.webhooks.models import Outcome, WebhookDelivery

@@ -47,7 +47,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from codex.core.queue import broker_after_commit, enqueue_on_commit
+from codex.core.workers import broker_after_commit, enqueue_on_commit
 from codex.webhooks.events import is_handled
 from codex.webhooks.models import Outcome, WebhookDelivery, scrub
 from codex.webhooks.signature import signature_is_valid

@@ -8,7 +8,7 @@ import pytest
 
 from agents.roles.reviewer import inert, post_review, review_body, review_marker
 from codex.core.errors import Action, ClassifiedFailure
-from codex.core.models import SideEffect
+from codex.core.store.side_effects import SideEffect
 from codex.repositories.forge import get_forge
 from codex.repositories.models import LocalComment, LocalPullRequest, Repository
 from tests.agents_e2e.test_agents_end_to_end import (

@@ -9,7 +9,7 @@ import pytest
 from django_fsm import TransitionNotAllowed
 
 from codex.children.models import FanOut
-from codex.core.models import LeaseRequired, LeaseUnavailable
+from codex.core.store.refusals import LeaseRequired, LeaseUnavailable
 from codex.events.models import Event
 from tests.children.factories import make_fan_out, post
 

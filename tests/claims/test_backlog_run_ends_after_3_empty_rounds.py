@@ -7,7 +7,7 @@ import pytest
 from django_fsm import TransitionNotAllowed
 
 from codex.claims.models import BacklogRun, BacklogState, IssueClaim
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.events.models import Event, EventKind
 from tests.claims.backlog_helpers import backlog_tasks, cache_open_issues, finish
 from tests.claims.factories import make_backlog_run

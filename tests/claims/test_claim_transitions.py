@@ -7,7 +7,7 @@ import pytest
 from django_fsm import TransitionNotAllowed
 
 from codex.claims.models import ClaimNotHeld, ClaimState, IssueClaim
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from tests.claims.factories import claimed, make_claim, put_claim_in_state
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from codex.claims.models import IssueClaim
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.events.models import Event, EventKind
 from tests.claims.factories import backdate, make_claim
 from tests.factories import make_repository

@@ -77,7 +77,7 @@ def status_transitions_from(task, source: str):
 def test_two_transitions_from_the_same_state_only_one_wins():
     from django_fsm import TransitionNotAllowed
 
-    from codex.core.models import LeaseUnavailable, VersionConflict
+    from codex.core.store.refusals import LeaseUnavailable, VersionConflict
     from codex.tasks.models import Task
 
     task = in_progress_task()
@@ -107,7 +107,7 @@ def test_two_transitions_from_the_same_state_only_one_wins():
 
 
 def test_eight_holders_race_for_one_lease_and_one_wins():
-    from codex.core.models import LeaseUnavailable
+    from codex.core.store.refusals import LeaseUnavailable
     from codex.tasks.models import Task
 
     task = in_progress_task()
@@ -167,7 +167,7 @@ def test_eight_identical_creations_with_one_idempotency_key_make_one_task():
 
 
 def test_two_people_resolving_one_escalation_only_one_wins():
-    from codex.core.models import LeaseUnavailable, VersionConflict
+    from codex.core.store.refusals import LeaseUnavailable, VersionConflict
     from codex.tasks.models import Escalation, Task
     from codex.tasks.models.escalation import AlreadyResolved
 
@@ -215,7 +215,7 @@ def test_the_single_update_refuses_while_another_holders_lease_is_live():
     took the lease: the WHERE clause refuses it while the worker holds it, and
     the worker still transitions under its lease."""
 
-    from codex.core.models import LeaseUnavailable
+    from codex.core.store.refusals import LeaseUnavailable
     from codex.tasks.models import Task
 
     task = in_progress_task()
@@ -261,7 +261,7 @@ def test_racing_single_updates_from_one_version_apply_once():
     the others are told (conflict, or not allowed once re-read)."""
     from django_fsm import TransitionNotAllowed
 
-    from codex.core.models import LeaseUnavailable, VersionConflict
+    from codex.core.store.refusals import LeaseUnavailable, VersionConflict
     from codex.tasks.models import Task
 
     task = in_progress_task()
@@ -294,7 +294,7 @@ def test_a_concurrent_version_bump_is_detected_by_the_single_update():
     the transition's UPDATE match no row: reported as a version conflict,
     nothing written, the copy re-read."""
 
-    from codex.core.models import VersionConflict
+    from codex.core.store.refusals import VersionConflict
     from codex.tasks.models import Task
 
     task = in_progress_task()
@@ -346,7 +346,7 @@ def _process_writer(database_name, pk, branch, barrier, results) -> None:
     from django.db import connection
 
     connection.settings_dict["NAME"] = database_name
-    from codex.core.models import VersionConflict
+    from codex.core.store.refusals import VersionConflict
     from codex.tasks.models import Task
 
     try:

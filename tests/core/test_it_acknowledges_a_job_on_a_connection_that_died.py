@@ -2,7 +2,7 @@
 result was just saved on it), except that a job whose success keeps no result
 (the progress comment's edits) saved nothing: a connection killed while idle
 is then found by the acknowledgement, which reconnects and deletes the row
-instead of killing the monitor (codex.core.brokers.ClaimingORM)."""
+instead of killing the monitor (codex.core.workers.brokers.ClaimingORM)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django_q.models import OrmQ
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue import job_row
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.queue import job_row
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 

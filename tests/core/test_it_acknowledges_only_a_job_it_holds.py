@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django_q.models import OrmQ
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue import job_row
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.queue import job_row
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,11 @@ import pytest
 from django.db import models
 from django.utils import timezone
 
-from codex.core import compiled_query as compiled
-from codex.core import event_rows, statements
-from codex.core.django_internals import FastPathInvariantError
-from codex.core.models import VersionConflict, VersionedLeasedModel
+from codex.core.store import compiled_query as compiled
+from codex.core.store import event_rows, statements
+from codex.core.store.django_internals import FastPathInvariantError
+from codex.core.store.refusals import VersionConflict
+from codex.core.store.versioned import VersionedLeasedModel
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun
 from codex.tasks.models import Task

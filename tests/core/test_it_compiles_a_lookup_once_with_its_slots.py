@@ -1,4 +1,4 @@
-"""codex.core.compiled_query.first_row: a hot lookup compiled once per
+"""codex.core.store.compiled_query.first_row: a hot lookup compiled once per
 process, run with each call's values in its slots."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from codex.core import compiled_query
-from codex.core.compiled_query import CompiledQuery, all_rows, first_row
+from codex.core.store import compiled_query
+from codex.core.store.compiled_query import CompiledQuery, all_rows, first_row
 from codex.fleet.models import AgentInstance
 from codex.tasks.models import Task
 from tests.factories import make_repository, make_task

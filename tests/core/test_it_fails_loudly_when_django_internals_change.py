@@ -1,4 +1,4 @@
-"""The fast path (codex.core.statements, codex.core.compiled_query) uses
+"""The fast path (codex.core.store.statements, codex.core.store.compiled_query) uses
 Django internals; each is pinned here, so that a Django upgrade that changes
 one fails this module with the internal's name and the module to re-check,
 not somewhere deep in a write (docs/architecture.md#fast-path). The system
@@ -14,9 +14,9 @@ from django.db import connection, models
 from django.db.models.query import get_related_populators
 
 from codex.accounts.models import ApiToken
-from codex.core import django_internals, event_rows, statements
-from codex.core.compiled_query import CompiledQuery
-from codex.core.django_internals import (
+from codex.core.store import django_internals, event_rows, statements
+from codex.core.store.compiled_query import CompiledQuery
+from codex.core.store.django_internals import (
     INTERNALS,
     READS,
     VERIFIED_DJANGO,
@@ -35,7 +35,7 @@ def test_django_is_a_version_the_fast_path_was_verified_on():
     assert django_internals.django_is_verified(), (
         f"Django {django.get_version()} is outside {low}..{high} (exclusive): "
         f"re-check {WRITES} and {READS} against it ({RECHECK}), then move "
-        "VERIFIED_DJANGO in codex.core.django_internals"
+        "VERIFIED_DJANGO in codex.core.store.django_internals"
     )
 
 
@@ -135,7 +135,7 @@ def test_the_check_refuses_to_start_when_do_update_changes(monkeypatch):
     [error] = check_django_internals()
     assert error.id == "codex.E001" and error.is_serious()
     assert "Model._do_update" in error.msg
-    assert "codex.core.statements" in error.hint and RECHECK in error.hint
+    assert "codex.core.store.statements" in error.hint and RECHECK in error.hint
     with pytest.raises(SystemCheckError, match="Model._do_update"):
         call_command("check")
 

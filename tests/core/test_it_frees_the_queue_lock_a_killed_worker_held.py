@@ -1,6 +1,6 @@
 """A worker killed while it waits for a job dies holding its cluster's task
 queue's reader lock (multiprocessing.Queue.get holds it while it blocks):
-ReaderLockWatch releases it, and only then (codex.core.queue_lock)."""
+ReaderLockWatch releases it, and only then (codex.core.workers.queue_lock)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from django_q.queues import Queue
 
-from codex.core.queue_lock import IDLE, ReaderLockWatch, read_syscall, reading
+from codex.core.workers.queue_lock import IDLE, ReaderLockWatch, read_syscall, reading
 from tests.core.forked_readers import items_done, start_reader, wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -118,7 +118,7 @@ def test_it_learns_what_a_blocked_read_looks_like_on_this_machine():
 
 
 def test_a_failure_to_learn_it_is_not_remembered(monkeypatch):
-    from codex.core import queue_lock
+    from codex.core.workers import queue_lock
 
     answers = iter([None, "0"])
     monkeypatch.setattr(queue_lock, "_read_syscall", None)

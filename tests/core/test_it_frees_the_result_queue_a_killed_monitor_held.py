@@ -2,7 +2,7 @@
 waits in multiprocessing.Queue.get, holding the queue's reader lock: killed
 then, the monitor the sentinel starts in its place would wait for the lock
 for ever, and no job would be acknowledged again. The cluster's keeper
-releases it (codex.core.queue_lock, ClusterKeeper._watch_the_monitor)."""
+releases it (codex.core.workers.queue_lock, ClusterKeeper._watch_the_monitor)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 from django_q.queues import Queue
 
-from codex.core.cluster_recovery import ClusterKeeper
-from codex.core.queue_lock import reading
+from codex.core.workers.cluster_recovery import ClusterKeeper
+from codex.core.workers.queue_lock import reading
 from tests.core.forked_readers import items_done, start_reader, wait_until
 
 pytestmark = pytest.mark.skipif(

@@ -1,7 +1,7 @@
 """A worker killed after it took a job from its cluster's queue and before it
 claimed it as started leaves the job claimed by a live cluster and run by
 nobody: UnstartedJobWatch hands it back to the front of the queue, and only
-it, on both brokers (codex.core.queue_lock)."""
+it, on both brokers (codex.core.workers.queue_lock)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import redis
 from django_q.conf import Conf
 from django_q.queues import Queue
 
-from codex.core.brokers import ClaimingORM
-from codex.core.cluster_recovery import ClusterKeeper
-from codex.core.queue_lock import IDLE, UnstartedJobWatch, reading
-from codex.core.redis_broker import ClaimingRedis
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.cluster_recovery import ClusterKeeper
+from codex.core.workers.queue_lock import IDLE, UnstartedJobWatch, reading
+from codex.core.workers.redis_broker import ClaimingRedis
 from tests.core.forked_readers import start_reader, wait_until
 from tests.workers.live.brokers import REDIS_TEST_URL, empty_redis_test_db
 
@@ -251,7 +251,7 @@ def test_a_failed_hand_back_is_tried_again(broker, monkeypatch):
 def test_a_copy_started_after_its_hand_back_is_not_acknowledged(broker, monkeypatch):
     """Its row may be this cluster's again by the time the monitor gets the
     stale copy's result: acknowledging it would delete the copy to run."""
-    from codex.core import brokers
+    from codex.core.workers import brokers
 
     job = take(broker, "handed back before it started")
     assert broker.hand_back_jobs(broker.claim, [job]) == 1

@@ -1,5 +1,5 @@
 """A new agent run or agent instance goes in with its events as one
-statement on PostgreSQL (codex.core.logged_state, `event_id_key`): the
+statement on PostgreSQL (codex.core.store.logged_state, `event_id_key`): the
 events' data names the new row's id, taken in the statement itself. Every
 event names the row it is about, on either database, and a row refused by
 the database leaves no event behind."""

@@ -1,6 +1,6 @@
 """A task's creation is one statement of 60-odd parameters (the task, its
 event, its job row). psycopg parses a statement's text once and keeps it only
-up to a number of parameters; codex.core.statements raises that bound, so a
+up to a number of parameters; codex.core.store.statements raises that bound, so a
 second creation is not parsed again (it was 6 % of a POST /api/tasks/)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The progress comment's edits keep no job result when they succeed
-(CODEX_JOB_RESULTS_UNSAVED, codex/core/job_results.py), so they do not crowd
+(CODEX_JOB_RESULTS_UNSAVED, codex/core/workers/job_results.py), so they do not crowd
 the steps' results out of the kept ones. Their failures are kept, and other
 jobs' successes (the steps') too. Run through django-q2's own worker signal
 and monitor save."""
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 STEP = "codex.tasks.jobs.advance_task"
 PROGRESS = "codex.tasks.progress.update_progress_comment"
-OTHER = "codex.core.job_results.prune_job_results"
+OTHER = "codex.core.workers.job_results.prune_job_results"
 
 
 def run_and_save(func: str, *, success: bool = True) -> str:

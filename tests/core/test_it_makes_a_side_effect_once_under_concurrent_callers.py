@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connection
 
-from codex.core.side_effects import perform_once
+from codex.core.store.side_effects import perform_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

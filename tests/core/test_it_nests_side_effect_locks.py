@@ -1,7 +1,7 @@
 """`exclusive` locks nest: the progress comment's job holds one while
 perform_once takes another. On the embedded database they are striped file
 locks, so two keys can share a file; a thread holding it must not wait on
-itself, while another thread still waits (codex.core.side_effects)."""
+itself, while another thread still waits (codex.core.store.side_effects)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import threading
 import pytest
 from django.db import connection
 
-from codex.core.side_effects import exclusive
+from codex.core.store.side_effects import exclusive
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

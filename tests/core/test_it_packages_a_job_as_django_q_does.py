@@ -1,4 +1,4 @@
-"""codex.core.queue.job_row writes the ORM broker's row itself, so that a
+"""codex.core.workers.queue.job_row writes the ORM broker's row itself, so that a
 transition can put it in its own statement. Its package must be the one
 django-q's async_task signs, or a worker would run something else or nothing.
 """
@@ -13,7 +13,7 @@ from django_q.signals import pre_enqueue
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
-from codex.core.queue import job_row
+from codex.core.workers.queue import job_row
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """A cluster's sentinel calls CODEX_WORKER_WARM_UP once before it forks its
-workers (codex.core.cluster_recovery), so every worker starts with the phase
+workers (codex.core.workers.cluster_recovery), so every worker starts with the phase
 runner imported and the model SDK's parsers built."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from codex.core.brokers import ClaimingORM
-from codex.core.cluster_recovery import ClusterKeeper
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.cluster_recovery import ClusterKeeper
 from integrations.anthropic.parsers import prepare_response_parsers
 from tests.fresh_process import last_line_of
 
@@ -34,7 +34,7 @@ def test_it_calls_the_configured_warm_up(settings):
 
 def test_a_failing_warm_up_leaves_it_to_the_workers(settings, caplog):
     settings.CODEX_WORKER_WARM_UP = f"{__name__}.fail"
-    with caplog.at_level(logging.WARNING, logger="codex.core.cluster_recovery"):
+    with caplog.at_level(logging.WARNING, logger="codex.core.workers.cluster_recovery"):
         ClusterKeeper._warm_up()
     assert "could not prepare the workers" in caplog.text
 
@@ -123,7 +123,7 @@ django.setup()
 from agents.worker_warm_up import prepare_worker
 prepare_worker()
 if sys.argv[1] == "freeze":
-    from codex.core.cluster_recovery import ClusterKeeper
+    from codex.core.workers.cluster_recovery import ClusterKeeper
     ClusterKeeper._freeze_heap()
 read, write = os.pipe()
 if os.fork() == 0:
@@ -152,7 +152,7 @@ def test_a_starting_cluster_freezes_its_heap_after_the_warm_up(monkeypatch):
         ClusterKeeper, "_warm_up", staticmethod(lambda: done.append("warm-up"))
     )
     monkeypatch.setattr(
-        "codex.core.cluster_recovery.gc.freeze", lambda: done.append("freeze")
+        "codex.core.workers.cluster_recovery.gc.freeze", lambda: done.append("freeze")
     )
     ClusterKeeper(ClaimingORM(), sentinel=None).start()
     assert done == ["warm-up", "freeze"]

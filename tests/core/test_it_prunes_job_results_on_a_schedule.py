@@ -1,5 +1,5 @@
 """Successful jobs' results are pruned by a scheduled job, not by each job's
-save (codex/core/job_results.py): django-q2's own pruning read and locked
+save (codex/core/workers/job_results.py): django-q2's own pruning read and locked
 every kept result on every save."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django_q.brokers import get_broker
 from django_q.models import Failure, Schedule, Success, Task
 from django_q.monitor import save_task
 
-from codex.core.job_results import prune_job_results
+from codex.core.workers.job_results import prune_job_results
 
 pytestmark = pytest.mark.django_db
 
@@ -83,5 +83,5 @@ def test_a_jobs_save_does_not_read_the_kept_results(settings):
 
 def test_it_runs_on_a_schedule():
     assert Schedule.objects.filter(
-        func="codex.core.job_results.prune_job_results"
+        func="codex.core.workers.job_results.prune_job_results"
     ).exists()

@@ -1,4 +1,4 @@
-"""The job queue as monitoring reads it (codex.core.queue_snapshot), on both
+"""The job queue as monitoring reads it (codex.core.workers.snapshot), on both
 claiming brokers: jobs waiting and the oldest one's enqueue time; per
 cluster the jobs it took and those it runs."""
 
@@ -12,9 +12,9 @@ import redis
 from django.utils import timezone
 from django_q.signing import SignedPackage
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue_snapshot import queue_snapshot
-from codex.core.redis_broker import ClaimingRedis
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.redis_broker import ClaimingRedis
+from codex.core.workers.snapshot import queue_snapshot
 from tests.workers.live.brokers import REDIS_TEST_URL
 
 

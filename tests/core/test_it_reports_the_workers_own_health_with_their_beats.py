@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from codex.core.brokers import ClaimingORM
-from codex.core.cluster_recovery import ClusterKeeper
-from codex.core.clusters import WorkerCluster
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.cluster_recovery import ClusterKeeper
+from codex.core.workers.clusters import WorkerCluster
 from codex.fleet.readiness import worker_report
 
 # start() closes the connections a fork must not inherit: no test transaction.

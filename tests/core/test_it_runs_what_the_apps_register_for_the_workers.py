@@ -4,7 +4,7 @@ registered from their ready(); one handler failing does not stop the next."""
 
 from __future__ import annotations
 
-from codex.core import worker_hooks
+from codex.core.workers import hooks as worker_hooks
 from codex.fleet import heartbeats
 from codex.tasks.apps import warm_up_steps
 

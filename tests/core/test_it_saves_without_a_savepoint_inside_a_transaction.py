@@ -1,4 +1,4 @@
-"""codex.core.models.one_change: a logged save inside a caller's transaction
+"""codex.core.store.versioned.one_change: a logged save inside a caller's transaction
 sends no SAVEPOINT/RELEASE of its own (two round trips per save), and a
 refused write (a stale version, a missing lease) still leaves that transaction
 usable, because it wrote nothing."""
@@ -9,7 +9,8 @@ import pytest
 from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from codex.core.models import LeaseRequired, VersionConflict, one_change
+from codex.core.store.refusals import LeaseRequired, VersionConflict
+from codex.core.store.versioned import one_change
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun
 from codex.tasks.models import Task
@@ -74,7 +75,7 @@ def test_a_failing_write_rolls_back_the_callers_whole_transaction(monkeypatch):
         task.perform("pause", by="user:alice")
         monkeypatch.setattr(type(Event._base_manager), "bulk_create", refuse)
         monkeypatch.setattr(
-            "codex.core.statements.versioned_update_sql", lambda *a: None
+            "codex.core.store.statements.versioned_update_sql", lambda *a: None
         )
         run.perform("succeed", by="worker:1")
     assert Task.objects.get(pk=task.pk).status == "in_progress"

@@ -1,4 +1,4 @@
-"""The throttles' database cache (codex.core.db_cache) writes a key with one
+"""The throttles' database cache (codex.core.store.db_cache) writes a key with one
 statement instead of Django's five (a row count, then a transaction that looks
 the key up and updates or inserts it), and behaves as Django's otherwise:
 values, overwrites, expiry, a cull when the table is full, and a write that
@@ -22,7 +22,7 @@ def cache(settings):
     settings.CACHES = {
         **settings.CACHES,
         "upsert": {
-            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
+            "BACKEND": "codex.core.store.db_cache.UpsertDatabaseCache",
             "LOCATION": TABLE,
             "OPTIONS": {"MAX_ENTRIES": 20, "CULL_FREQUENCY": 2},
         },
@@ -61,7 +61,7 @@ def test_an_expired_key_reads_as_missing(cache):
 
 
 def test_a_full_table_is_culled(cache, monkeypatch):
-    monkeypatch.setattr("codex.core.db_cache.CULL_CHECK_EVERY", 1)
+    monkeypatch.setattr("codex.core.store.db_cache.CULL_CHECK_EVERY", 1)
     for n in range(60):
         cache.set(f"key-{n}", n, 60)
     assert rows() <= 21  # MAX_ENTRIES, and the set that found it full
@@ -70,7 +70,7 @@ def test_a_full_table_is_culled(cache, monkeypatch):
 
 def test_without_cull_checks_the_table_grows_past_its_limit(cache, monkeypatch):
     """The control: only the periodic check culls."""
-    monkeypatch.setattr("codex.core.db_cache.CULL_CHECK_EVERY", 1000)
+    monkeypatch.setattr("codex.core.store.db_cache.CULL_CHECK_EVERY", 1000)
     for n in range(30):
         cache.set(f"key-{n}", n, 60)
     assert rows() == 30
@@ -80,7 +80,7 @@ def test_a_write_that_fails_is_let_fail(settings):
     settings.CACHES = {
         **settings.CACHES,
         "missing": {
-            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
+            "BACKEND": "codex.core.store.db_cache.UpsertDatabaseCache",
             "LOCATION": "codex_no_such_cache_table",
         },
     }

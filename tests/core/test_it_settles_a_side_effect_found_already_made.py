@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex.core.models import SideEffect, SideEffectStatus
-from codex.core.side_effects import settle
+from codex.core.store.side_effects import SideEffect, SideEffectStatus, settle
 
 pytestmark = pytest.mark.django_db
 

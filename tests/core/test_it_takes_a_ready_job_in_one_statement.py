@@ -18,8 +18,8 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue import job_row
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.queue import job_row
 
 JOB = "codex.tasks.jobs.advance_task"
 

@@ -1,4 +1,4 @@
-"""codex.core.plain_updates.update_row: one row's UPDATE written out directly
+"""codex.core.store.plain_updates.update_row: one row's UPDATE written out directly
 stores what the ORM's UPDATE would (JSON, times, a foreign key by its
 column), only where its condition holds, and refuses what needs the
 compiler."""
@@ -11,8 +11,8 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from codex.core.models import SideEffect, SideEffectStatus
-from codex.core.plain_updates import update_row
+from codex.core.store.plain_updates import update_row
+from codex.core.store.side_effects import SideEffect, SideEffectStatus
 from codex.fleet.models import AgentRun
 from tests.factories import make_task
 from tests.fleet.factories import make_instance

@@ -14,8 +14,8 @@ import pytest
 from django.db import connection, transaction
 from django_q.models import OrmQ
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue import job_row
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.queue import job_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

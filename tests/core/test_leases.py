@@ -11,12 +11,8 @@ from unittest import mock
 import pytest
 import time_machine
 
-from codex.core.models import (
-    LeaseRequired,
-    LeaseUnavailable,
-    VersionConflict,
-    VersionedLeasedModel,
-)
+from codex.core.store.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
+from codex.core.store.versioned import VersionedLeasedModel
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state

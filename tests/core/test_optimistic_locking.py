@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex.core.models import LeaseRequired, VersionConflict
+from codex.core.store.refusals import LeaseRequired, VersionConflict
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state

@@ -2,7 +2,7 @@
 the time it costs against the same run without kills.
 
 Three live clusters, run by the product's supervisor (`manage.py
-codex_workers --clusters 3`, codex.core.supervisor), run the real
+codex_workers --clusters 3`, codex.core.workers.supervisor), run the real
 AgentPhaseRunner (the anthropic SDK against the scripted loopback model of
 tests/live_pipeline.py) on the ORM broker, merging into a bare repository on
 the local forge, with Codex's default job timeout, retry and lease. The test
@@ -14,7 +14,7 @@ a fresh cluster in its place), half the time one worker process inside a step
 (its sentinel forks a replacement). Each kill strands steps: the cluster that
 starts in a dead cluster's place, or the dead worker's own sentinel, frees
 the worker's task lease and hands its jobs back at once
-(codex.core.cluster_recovery), so recovery costs seconds, not a job retry. A
+(codex.core.workers.cluster_recovery), so recovery costs seconds, not a job retry. A
 cluster started cold in a dead one's place (`manage.py qcluster`, as a
 container restart does) is tested in
 tests/workers/live/test_it_recovers_a_killed_cluster_in_seconds.py.

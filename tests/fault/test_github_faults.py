@@ -20,7 +20,7 @@ from agents.demo import git
 from codex.claims.models import ClaimState, IssueClaim
 from codex.configuration.models.credential import ActiveCredential
 from codex.core.errors import Action, make_error
-from codex.core.models import SideEffect
+from codex.core.store.side_effects import SideEffect
 from codex.tasks.jobs import advance_task, clean_up_task
 from codex.tasks.models import Escalation, Status, Task
 from codex.tasks.runners import PhaseResult

@@ -9,7 +9,7 @@ import threading
 import pytest
 from django.db import IntegrityError, connection
 
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.fleet.models import AgentInstance, InstanceRelationship, InstanceType
 from codex.fleet.reviews import spawn_review
 from tests.fleet.factories import make_instance

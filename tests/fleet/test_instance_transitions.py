@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus, InstanceType
 from tests.factories import make_task

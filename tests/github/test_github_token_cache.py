@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from codex.core.models import LeaseRequired
+from codex.core.store.refusals import LeaseRequired
 from codex.github.models import GitHubToken
 from tests.configuration.factories import KEY_A
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codex.core.errors import Action, ClassifiedFailure
-from codex.core.models import SideEffect
-from codex.core.side_effects import perform_once
+from codex.core.store.side_effects import SideEffect, perform_once
 from codex.repositories.forge import get_forge
 from codex.repositories.local_forge import LocalForge
 from codex.repositories.models import (

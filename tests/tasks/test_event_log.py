@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.events.models import AppendOnlyError, Event, EventKind
 from codex.tasks.models import Artifact, Decision, Task
 from tests.factories import make_task, put_in_state

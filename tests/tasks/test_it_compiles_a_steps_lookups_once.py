@@ -1,5 +1,5 @@
 """The lookups every step of every task makes are compiled to SQL once per
-worker (codex.core.compiled_query): a second step compiles none of them, and
+worker (codex.core.store.compiled_query): a second step compiles none of them, and
 each still reads the row as it is now."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from codex.children.flow import held_step
 from codex.configuration.config import get_config
 from codex.configuration.credentials import current_credential
 from codex.configuration.models import Setting
-from codex.core.side_effects import perform_once
+from codex.core.store.side_effects import perform_once
 from codex.tasks.models import ControlRequest, SteeringMessage, Task
 from tests.factories import make_task, put_in_state
 
@@ -85,12 +85,12 @@ def test_the_step_lists_read_what_is_stored_now():
         task=task, author="bob", source="page", body="two"
     )
     SteeringMessage.objects.create(task=other, author="eve", source="page", body="x")
-    assert SteeringMessage.undelivered_for(task.pk) == [first, second]
+    assert SteeringMessage.objects.undelivered_to(task.pk) == [first, second]
     SteeringMessage.objects.filter(pk=first.pk).update(delivered_at=timezone.now())
-    assert SteeringMessage.undelivered_for(task.pk) == [second]
+    assert SteeringMessage.objects.undelivered_to(task.pk) == [second]
 
     pause = ControlRequest.objects.create(task=task, action="pause", requested_by="a")
     ControlRequest.objects.create(task=other, action="cancel", requested_by="b")
-    assert ControlRequest.pending_for(task.pk) == [pause]
+    assert ControlRequest.objects.pending_of(task.pk) == [pause]
     ControlRequest.objects.filter(pk=pause.pk).update(applied_at=timezone.now())
-    assert ControlRequest.pending_for(task.pk) == []
+    assert ControlRequest.objects.pending_of(task.pk) == []

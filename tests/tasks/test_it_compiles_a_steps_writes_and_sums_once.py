@@ -15,8 +15,8 @@ from django.db.models.sql import compiler as sql
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from codex.core.brokers import ClaimingORM
-from codex.core.queue import job_row
+from codex.core.workers.brokers import ClaimingORM
+from codex.core.workers.queue import job_row
 from codex.fleet.models import AgentInstance, AgentRun
 from codex.tasks.models import Artifact, ProgressEdit, ReviewReport
 from tests.factories import make_task

@@ -1,5 +1,5 @@
 """A new task, its creation event and its first step's job row are one change
-(VersionedLeasedModel.save_with_rows, codex.core.statements): on PostgreSQL one
+(VersionedLeasedModel.save_with_rows, codex.core.store.statements): on PostgreSQL one
 statement, atomic by itself, so outside a transaction no BEGIN/COMMIT either;
 a taken task id is tried again and leaves nothing of the failed attempt."""
 

@@ -11,7 +11,7 @@ import pytest
 import responses
 from django.core.cache import cache
 
-from codex.core.models import SideEffect
+from codex.core.store.side_effects import SideEffect
 from codex.repositories.models import LocalComment, Repository
 from codex.tasks.models import Status
 from codex.tasks.progress import progress_marker, update_progress_comment

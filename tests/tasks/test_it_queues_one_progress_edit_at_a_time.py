@@ -16,7 +16,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from codex.core.brokers import ClaimingORM
+from codex.core.workers.brokers import ClaimingORM
 from codex.repositories.local_forge import LocalForge
 from codex.repositories.models import LocalComment, Repository
 from codex.tasks.models import ProgressEdit, Status, Task
@@ -107,11 +107,11 @@ def test_the_next_edit_is_held_back_until_the_least_interval(task, monkeypatch):
     [held] = progress_edits()
     assert held.lock == edited_at + timedelta(seconds=30)
     broker = ClaimingORM()
-    monkeypatch.setattr("codex.core.brokers.Conf.POLL", 0)
+    monkeypatch.setattr("codex.core.workers.brokers.Conf.POLL", 0)
     # Other jobs of the change (the resumed task's next step) go at once.
     assert held.pk not in taken_ids(broker), "taken before its time"
     later = held.lock + timedelta(milliseconds=1)
-    monkeypatch.setattr("codex.core.brokers.timezone.now", lambda: later)
+    monkeypatch.setattr("codex.core.workers.brokers.timezone.now", lambda: later)
     assert taken_ids(broker) == [held.pk]
 
     # Run when due, it edits at once, with the newest state.

@@ -14,8 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_q.models import OrmQ
 
-from codex.core import statements
-from codex.core.models import VersionConflict
+from codex.core.store import statements
+from codex.core.store.refusals import VersionConflict
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
-from codex.core.models import VersionConflict
+from codex.core.store.refusals import VersionConflict
 from codex.tasks.models import Task
 from tests.factories import make_task, put_in_state
 from tests.jobs import queued_jobs

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store.refusals import LeaseUnavailable, VersionConflict
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Escalation, Task
 from tests.factories import make_task, put_in_state
@@ -81,7 +81,7 @@ def test_a_pause_is_one_statement_in_its_transaction_on_postgresql():
     with CaptureQueriesContext(connection) as queries:
         task.perform("pause", by="user:alice")
     # Inside the test's own transaction: no savepoint of its own (see
-    # codex.core.models.one_change).
+    # codex.core.store.versioned.one_change).
     sent = [q["sql"].lstrip().split()[0].upper() for q in queries]
     if connection.vendor == "postgresql":
         assert sent == ["WITH"]

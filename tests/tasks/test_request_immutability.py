@@ -11,7 +11,7 @@ import importlib
 import pytest
 from django.db import IntegrityError, InternalError, connection, transaction
 
-from codex.core.models import LeaseRequired
+from codex.core.store.refusals import LeaseRequired
 from codex.tasks.models import ImmutableFieldError, Task
 from tests.factories import make_repository, make_task
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from codex.core.models import LeaseRequired, LeaseUnavailable, VersionConflict
+from codex.core.store.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Decision, Escalation, Task
 from tests.factories import make_task, put_in_state

@@ -13,7 +13,7 @@ from django_q.models import Task as JobResult
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
-from codex.core.brokers import REDELIVERIES, ClaimingORM
+from codex.core.workers.brokers import REDELIVERIES, ClaimingORM
 from codex.tasks.models import Status
 from tests.factories import make_task, put_in_state
 

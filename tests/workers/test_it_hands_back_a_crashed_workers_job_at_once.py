@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from codex.core import worker_hooks
-from codex.core.cluster_recovery import ClusterKeeper
+from codex.core.workers import hooks as worker_hooks
+from codex.core.workers.cluster_recovery import ClusterKeeper
 
 
 @dataclass
@@ -45,7 +45,7 @@ class FakeBroker:
 @pytest.fixture
 def released(monkeypatch) -> list[str]:
     """The workers whose task leases were freed (the apps' dead-worker
-    handlers, codex.core.worker_hooks)."""
+    handlers, codex.core.workers.hooks)."""
     freed: list[str] = []
     monkeypatch.setattr(
         worker_hooks, "_DEAD_WORKER", [lambda holder, reason: freed.append(holder)]

@@ -1,6 +1,6 @@
 """The cluster's start-up recovery hangs on django-q2's call shape: a
 Sentinel's start() calls `self.broker.ping()` first, before it forks anything,
-and codex.core.brokers finds that Sentinel two frames up (django-q2 has no
+and codex.core.workers.brokers finds that Sentinel two frames up (django-q2 has no
 start-up hook). If a django-q2 upgrade changes that, these tests fail loudly
 instead of clusters starting without recovery, beats or a graceful stop."""
 
@@ -13,8 +13,8 @@ from multiprocessing import Event
 import pytest
 from django_q.cluster import Sentinel
 
-from codex.core import brokers
-from codex.core.brokers import ClaimingORM
+from codex.core.workers import brokers
+from codex.core.workers.brokers import ClaimingORM
 
 
 class RecordingKeeper:
@@ -37,7 +37,9 @@ def sentinel_parts(monkeypatch):
     """A Sentinel that runs start() up to the broker's ping only."""
     RecordingKeeper.made = []
     monkeypatch.setattr(
-        "codex.core.cluster_recovery.ClusterKeeper", RecordingKeeper, raising=True
+        "codex.core.workers.cluster_recovery.ClusterKeeper",
+        RecordingKeeper,
+        raising=True,
     )
     monkeypatch.setattr(Sentinel, "spawn_cluster", lambda self: None)
     monkeypatch.setattr(Sentinel, "guard", lambda self: None)
@@ -55,7 +57,7 @@ def test_a_starting_sentinel_is_found_from_the_brokers_ping(sentinel_parts):
 
     assert RecordingKeeper.made == [(broker, sentinel)], (
         "django-q2's Sentinel.start() no longer calls broker.ping() directly: "
-        "codex.core.brokers._calling_sentinel must follow its new call shape"
+        "codex.core.workers.brokers._calling_sentinel must follow its new call shape"
     )
     assert brokers._cluster_broker is broker
 

@@ -9,7 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils.module_loading import import_string
 from django_q.models import Schedule
 
-from codex.core.schedules import seed_schedules, unseed_schedules
+from codex.core.workers.schedules import seed_schedules, unseed_schedules
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from agents import worktree_hygiene
 from agents.forge_steps import source_issue_gone
-from codex.core.side_effects import perform_once
+from codex.core.store import perform_once
 from codex.tasks.runners import PhaseResult
 from integrations.git import commit_all, head_sha, push, run_git
 

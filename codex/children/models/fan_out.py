@@ -21,7 +21,7 @@ from codex.children.models.fan_out_queryset import (
     MAX_CHILDREN,
     FanOutQuerySet,
 )
-from codex.core.models import VersionedLeasedModel
+from codex.core.store import VersionedLeasedModel
 from codex.events.models import Event, EventKind
 
 

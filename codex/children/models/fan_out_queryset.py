@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from django.db import models, transaction
 
 from codex.children.choices import FanOutState
-from codex.core.models import VersionedQuerySet
+from codex.core.store import VersionedQuerySet, hot_row
 from codex.events.models import EventKind
 
 if TYPE_CHECKING:
@@ -43,6 +43,12 @@ def completion_window() -> timedelta:
 
 class FanOutQuerySet(VersionedQuerySet):
     protected_update_fields = frozenset({"state"})
+
+    @hot_row
+    def of_parent(self, parent_id: int) -> FanOutQuerySet:
+        """The fan-out a task is the parent of, or None (every step of every
+        task asks; parent is one-to-one)."""
+        return self.filter(parent_id=parent_id).order_by()[:1]
 
     def start(
         self,

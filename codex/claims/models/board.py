@@ -8,8 +8,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
-from codex.core.logged_state import LoggedStateModel
-from codex.core.models import VersionedQuerySet
+from codex.core.store import LoggedStateModel, VersionedQuerySet
 from codex.events.models import Event, EventKind
 from codex.github.models import BoardStatus, GitHubProject
 

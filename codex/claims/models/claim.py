@@ -19,7 +19,7 @@ from codex.claims.models.claim_state import (
     is_stale,
     subject_for,
 )
-from codex.core.logged_state import LoggedStateModel
+from codex.core.store import LoggedStateModel
 from codex.events.models import EventKind
 
 

@@ -17,7 +17,7 @@ from codex.claims.models.claim_state import (
     claimable,
     subject_for,
 )
-from codex.core.models import VersionConflict, VersionedQuerySet
+from codex.core.store import VersionConflict, VersionedQuerySet
 from codex.events.models import Event, EventKind
 
 if TYPE_CHECKING:

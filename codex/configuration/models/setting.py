@@ -14,10 +14,17 @@ from codex.configuration.registry import (
     UnknownSetting,
     config_key,
 )
+from codex.core.store import hot_row
 from codex.events.models import Event, EventKind
 
 
 class SettingQuerySet(models.QuerySet):
+    @hot_row
+    def stored(self, key: str) -> SettingQuerySet:
+        """The row of `key`, or None (read by every step for every policy it
+        applies; key is unique)."""
+        return self.filter(key=key).order_by()[:1]
+
     def put(self, key: str, value: Any, *, actor: str) -> Setting:
         """Store `value` for `key` (validated, encrypted when secret) and log it.
 

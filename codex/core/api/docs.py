@@ -10,7 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import AllowAny
 
 from codex.core.api.schema import OPENAPI_SETTINGS, ApiSchema, api_schema
-from codex.core.throttles import API_THROTTLES
+from codex.core.api.throttles import API_THROTTLES
 
 
 class OpenApiView(SpectacularAPIView):

@@ -14,7 +14,7 @@ from rest_framework.routers import SimpleRouter
 
 from codex.core.api.filters import FilterBackend
 from codex.core.api.schema import ApiSchema
-from codex.core.throttles import API_THROTTLES
+from codex.core.api.throttles import API_THROTTLES
 
 
 class ApiMixin:

@@ -2,11 +2,11 @@
 
 from django.db import migrations
 
-from codex.core.schedules import seed_schedules, unseed_schedules
+from codex.core.workers.schedules import seed_schedules, unseed_schedules
 
 
 def seed(apps, schema_editor) -> None:
-    """Create one schedule per configured job (codex.core.schedules)."""
+    """Create one schedule per configured job (codex.core.workers.schedules)."""
     seed_schedules(apps.get_model("django_q", "Schedule"))
 
 

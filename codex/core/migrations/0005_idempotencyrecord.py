@@ -1,4 +1,4 @@
-"""IdempotencyRecord moves from accounts to core (codex.core.idempotency_record)
+"""IdempotencyRecord moves from accounts to core (codex.core.api.idempotency_record)
 without touching its table: core takes the model into its state here, keeping
 the table `accounts_idempotencyrecord` with its rows, and accounts drops it from
 its own state in accounts 0003. The content type (and so its permissions) moves

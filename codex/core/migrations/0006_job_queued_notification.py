@@ -1,14 +1,14 @@
 """On PostgreSQL, a job that becomes waiting in the ORM broker's queue (a new
 row, or one handed back: its key without a cluster's claim) notifies the
 `codex_jobs` channel, so an idle pusher wakes at once instead of polling
-(codex.core.brokers.ClaimingORM). A notification sent inside a transaction is
+(codex.core.workers.brokers.ClaimingORM). A notification sent inside a transaction is
 delivered when it commits, with the job. The condition is in the function,
 not the trigger: a trigger naming a column would stop a later migration from
 changing that column's type. Nothing on other databases."""
 
 from django.db import migrations
 
-# codex.core.brokers.JOBS_CHANNEL; a migration keeps its own copy, so that
+# codex.core.workers.brokers.JOBS_CHANNEL; a migration keeps its own copy, so that
 # its history does not change when the code does.
 CHANNEL = "codex_jobs"
 

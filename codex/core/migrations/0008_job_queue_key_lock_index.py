@@ -1,6 +1,6 @@
 """An index on the job queue's (key, lock): what every take, hand-back and
-monitoring read of the ORM broker filters on (codex.core.brokers,
-codex.core.queue_snapshot). django-q2's table has none, and a backlog of
+monitoring read of the ORM broker filters on (codex.core.workers.brokers,
+codex.core.workers.snapshot). django-q2's table has none, and a backlog of
 thousands of jobs was scanned whole by each."""
 
 from django.db import migrations

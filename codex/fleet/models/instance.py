@@ -9,19 +9,17 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
-from codex.core.compiled_query import aggregate_row
-from codex.core.logged_state import LoggedStateModel, positive
+from codex.core.store import LoggedStateModel, positive
 from codex.events.models import Event, EventKind
 from codex.fleet.models import guards
 from codex.fleet.models.choices import (
     InstanceStatus,
     InstanceType,
-    RelationshipType,
 )
 from codex.fleet.models.instance_ids import INSTANCE_ID_PATTERN, new_instance_id
 from codex.fleet.models.instance_queryset import (
@@ -292,9 +290,7 @@ class AgentInstance(LoggedStateModel):
             pid=pid, host=host, session_name=session_name or self.session_name
         )
         values["started_at"] = self.started_at or values["started_at"]
-        type(self)._base_manager.filter(pk=self.pk).update(**values)
-        for name, value in values.items():
-            setattr(self, name, value)
+        self.write_unversioned(**values)
 
     @staticmethod
     def heartbeat_values(*, active: bool = False) -> dict[str, Any]:
@@ -306,9 +302,7 @@ class AgentInstance(LoggedStateModel):
     def beat(self, *, active: bool = False) -> None:
         """A heartbeat from the worker; `active` also stamps last_activity."""
         values = self.heartbeat_values(active=active)
-        type(self)._base_manager.filter(pk=self.pk).update(**values)
-        for name, value in values.items():
-            setattr(self, name, value)
+        self.write_unversioned(**values)
 
     def is_silent_for(self, period: timedelta) -> bool:
         """No heartbeat (or, before any, no activity) within `period`."""
@@ -319,17 +313,7 @@ class AgentInstance(LoggedStateModel):
 
     def current_review_iteration(self) -> int:
         """The highest review iteration spawned from this instance (0 if none)."""
-        # Read at every review's start and by its guard: compiled once.
-        (highest,) = aggregate_row(
-            InstanceRelationship,
-            "fleet.instance.current_review_iteration",
-            lambda parent: InstanceRelationship.objects.filter(
-                parent_id=parent, relationship_type=RelationshipType.SPAWNED_REVIEW
-            ),
-            "parent_id",
-            {"highest": Max("review_iteration")},
-            self.pk,
-        )
+        (highest,) = InstanceRelationship.objects.review_iterations_of(self.pk)
         return highest or 0
 
     def tool_events(self) -> models.QuerySet[Event]:

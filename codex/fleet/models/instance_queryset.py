@@ -11,8 +11,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import Coalesce
 
-from codex.core.compiled_query import aggregate_row
-from codex.core.models import VersionedQuerySet
+from codex.core.store import VersionedQuerySet, hot_aggregate, hot_row
 from codex.fleet.models.choices import (
     InstanceStatus,
     InstanceType,
@@ -46,6 +45,16 @@ ALLOCATION_TRIES = 25
 
 class AgentInstanceQuerySet(VersionedQuerySet):
     protected_update_fields = frozenset({"status", "instance_id", "type"})
+
+    @hot_row
+    def current(self, task_id: int, role: str) -> AgentInstanceQuerySet:
+        """The task's instance of `role` not terminated, newest first (every
+        step asks)."""
+        return (
+            self.running()
+            .filter(task_id=task_id, role=role)
+            .order_by("-created_at", "-id")[:1]
+        )
 
     def running(self) -> AgentInstanceQuerySet:
         """The dashboard's running instances: every one not terminated.
@@ -206,21 +215,21 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         self, repository: Any, type: str, issue_number: int | None
     ) -> int:
         """The highest agent number taken for `repository`, `type` and
-        `issue_number` (0 when none is): compiled once per process, as every
-        phase's first step starts an instance."""
-        model = self.model
+        `issue_number` (0 when none is): every phase's first step starts an
+        instance."""
         keys = (repository.pk, type) + (() if issue_number is None else (issue_number,))
-        (highest,) = aggregate_row(
-            model,
-            f"fleet.instance.highest_agent_number.{len(keys)}",
-            lambda repository, kind, issue=None: model.objects.filter(
-                repository_id=repository, type=kind, issue_number=issue
-            ),
-            "repository_id",
-            {"highest": Max("agent_number")},
-            *keys,
-        )
+        (highest,) = self.model.objects.highest_agent_numbers(*keys)
         return highest or 0
+
+    @hot_aggregate("repository_id", highest=Max("agent_number"))
+    def highest_agent_numbers(
+        self, repository_id: int, type: str, issue_number: int | None = None
+    ) -> AgentInstanceQuerySet:
+        """(the highest agent number,) of the instances of a repository, type
+        and issue (none: no issue)."""
+        return self.filter(
+            repository_id=repository_id, type=type, issue_number=issue_number
+        )
 
     def _check_parallel_limit(
         self, repository, issue_number: int | None, task=None
@@ -232,7 +241,7 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         # fifth place of a task or an issue.
         list(
             type(repository)
-            ._base_manager.select_for_update()
+            .objects.select_for_update()
             .filter(pk=repository.pk)
             .values_list("pk", flat=True)
         )

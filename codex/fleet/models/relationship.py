@@ -4,11 +4,22 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
+from codex.core.store import hot_aggregate
 from codex.fleet.limits import REVIEW_ITERATION_CAP
 from codex.fleet.models.choices import RelationshipType
+
+
+class InstanceRelationshipQuerySet(models.QuerySet):
+    @hot_aggregate("parent_id", highest=Max("review_iteration"))
+    def review_iterations_of(self, parent_id: int) -> InstanceRelationshipQuerySet:
+        """(the highest review iteration,) spawned from the instance (read at
+        every review's start and by its guard)."""
+        return self.filter(
+            parent_id=parent_id, relationship_type=RelationshipType.SPAWNED_REVIEW
+        )
 
 
 class InstanceRelationship(models.Model):
@@ -38,6 +49,8 @@ class InstanceRelationship(models.Model):
     )
     review_iteration = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = InstanceRelationshipQuerySet.as_manager()
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:

@@ -14,9 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_fsm import FSMField, transition
 
-from codex.core.compiled_query import aggregate_row
-from codex.core.logged_state import LoggedStateModel
-from codex.core.models import VersionedQuerySet
+from codex.core.store import LoggedStateModel, VersionedQuerySet, hot_aggregate
 from codex.events.models import EventKind
 from codex.fleet.models.choices import HealthStatus, RunStatus
 from codex.fleet.productivity import (
@@ -94,6 +92,11 @@ def _spend(sums: Any) -> Spend:
 
 class AgentRunQuerySet(VersionedQuerySet):
     protected_update_fields = frozenset({"status", "session_id"})
+
+    @hot_aggregate("task_id", **SPEND_SUMS)
+    def spend_sums_of(self, task_id: int) -> AgentRunQuerySet:
+        """The sums of SPEND_SUMS over the task's runs."""
+        return self.filter(task_id=task_id)
 
     def running(self) -> AgentRunQuerySet:
         return self.filter(status=RunStatus.RUNNING)
@@ -248,19 +251,9 @@ class AgentRun(LoggedStateModel):
 
     @classmethod
     def spend_of_task(cls, task_pk: int) -> Spend:
-        """What one task's runs spent (`AgentRunQuerySet.spend`), compiled
-        once per process: every step reads it (the task's budget, its
-        progress comment)."""
-        return _spend(
-            aggregate_row(
-                cls,
-                "fleet.agentrun.spend_of_task",
-                lambda task: cls.objects.filter(task_id=task),
-                "task_id",
-                SPEND_SUMS,
-                task_pk,
-            )
-        )
+        """What one task's runs spent (`AgentRunQuerySet.spend`): every step
+        reads it (the task's budget, its progress comment)."""
+        return _spend(cls.objects.spend_sums_of(task_pk))
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.closed_issues = sorted(set(self.closed_issues))
@@ -295,10 +288,7 @@ class AgentRun(LoggedStateModel):
 
     def beat(self) -> None:
         """A heartbeat from the worker running the session (no version bump)."""
-        self.heartbeat_at = timezone.now()
-        type(self)._base_manager.filter(pk=self.pk).update(
-            heartbeat_at=self.heartbeat_at
-        )
+        self.write_unversioned(heartbeat_at=timezone.now())
 
     @staticmethod
     def issue_outcome(issue_number: int | None, *, closed: bool) -> dict[str, Any]:

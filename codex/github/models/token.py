@@ -18,7 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from codex.configuration import crypto
-from codex.core.models import VersionedLeasedModel
+from codex.core.store import VersionedLeasedModel
 
 # A cached token lives at most an hour (docs/domain/configuration.md#forge-cache).
 TOKEN_LIFETIME = timedelta(hours=1)

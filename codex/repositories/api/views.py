@@ -7,8 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from codex.accounts.permissions import RepositoryPermission
+from codex.core.api.idempotency import idempotent
 from codex.core.api.views import ReadOnlyApiViewSet
-from codex.core.idempotency import idempotent
 from codex.repositories.api.filtersets import RepositoryFilterSet
 from codex.repositories.api.serializers import RepositorySerializer
 from codex.repositories.models import Repository

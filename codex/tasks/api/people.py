@@ -19,11 +19,11 @@ from rest_framework.views import APIView
 
 from codex.accounts.permissions import GatePermission, SteerPermission
 from codex.core.api.errors import Conflict
+from codex.core.api.idempotency import idempotent
 from codex.core.api.schema import api_schema
 from codex.core.api.serializers import StrictInputMixin
 from codex.core.api.views import ApiMixin
-from codex.core.idempotency import idempotent
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.api.serializers import TaskDetailSerializer
 from codex.tasks.models import Decider, GateDecision, GateRefused, SteeringSource
 from codex.tasks.models.steering import MESSAGE_MAX_LENGTH, send_message

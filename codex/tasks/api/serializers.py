@@ -9,7 +9,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from codex.core.api.serializers import StrictInputMixin
-from codex.core.compiled_query import CompiledQuery, compiled
 from codex.events.models import Event
 from codex.repositories.intake import read_intake_url
 from codex.repositories.models import Repository
@@ -88,24 +87,9 @@ class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
         return repository
 
 
-# Stands for the URL while the lookup is compiled (normalized URLs have none).
-_URL_SLOT = "<repository url>"
-
-
 def repository_by_url(url: str) -> Repository | None:
-    """The repository registered at `url` (normalized), or None. Every POST
-    /api/tasks/ asks, so the lookup is compiled once (codex.core.compiled_query);
-    url is unique: no ORDER BY."""
-    using = Repository.objects.db
-    query = compiled(
-        "repository-by-url",
-        using,
-        lambda: CompiledQuery(
-            Repository.objects.using(using).filter(url=_URL_SLOT).order_by()[:1],
-            _URL_SLOT,
-        ),
-    )
-    return query.first(url)
+    """The repository registered at `url` (normalized), or None."""
+    return Repository.objects.at_url(url)
 
 
 class PrebuiltFieldsMixin:

@@ -1,6 +1,6 @@
 """Task and escalation API views: check, validate, call one model method.
 Roles are in codex.accounts.permissions, errors in codex.core.api.errors,
-Idempotency-Key in codex.core.idempotency."""
+Idempotency-Key in codex.core.api.idempotency."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from codex.accounts.permissions import (
     visible_tasks,
 )
 from codex.core.api.errors import Conflict
+from codex.core.api.idempotency import idempotent
 from codex.core.api.pagination import OldestFirstCursorPagination
 from codex.core.api.schema import api_schema
 from codex.core.api.views import ApiMixin, ReadOnlyApiViewSet
-from codex.core.idempotency import idempotent
-from codex.core.models import LeaseUnavailable, VersionConflict
+from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.api.actions import retry_task
 from codex.tasks.api.filtersets import (
     ArtifactFilterSet,

@@ -7,7 +7,7 @@ import hashlib
 from django.db import models
 from django.utils import timezone
 
-from codex.core.compiled_query import value_rows
+from codex.core.store import hot_values
 
 # Which container each document lives in (docs/domain/tasks.md#artifacts).
 CONTAINERS = {
@@ -17,6 +17,18 @@ CONTAINERS = {
     "research.md": "agent-spec",
     "release-notes.md": "agent-release",
 }
+
+
+class ArtifactQuerySet(models.QuerySet):
+    @hot_values
+    def contents_of(self, task_id: int, *names: str) -> models.QuerySet:
+        """(name, content) of the task's documents named, newest first within
+        each name."""
+        return (
+            self.filter(task_id=task_id, name__in=names)
+            .order_by("name", "-created_at", "-id")
+            .values_list("name", "content")
+        )
 
 
 class Artifact(models.Model):
@@ -35,6 +47,8 @@ class Artifact(models.Model):
     sha256 = models.CharField(max_length=64)
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = ArtifactQuerySet.as_manager()
 
     class Meta:
         ordering = ["task", "name", "-created_at"]
@@ -62,22 +76,11 @@ class Artifact(models.Model):
     @classmethod
     def latest_of(cls, task_pk: int, names: tuple[str, ...]) -> dict[str, str]:
         """The newest content of each named document the task has, in one
-        query compiled once per process and number of names (every step
-        reads its phase's documents; a document is stored again only when a
-        phase is redone, so older versions are few)."""
+        query (every step reads its phase's documents; a document is stored
+        again only when a phase is redone, so older versions are few)."""
         if not names:
             return {}
-        rows = value_rows(
-            cls,
-            f"tasks.artifact.latest_of.{len(names)}",
-            lambda task, *slots: (
-                cls.objects.filter(task_id=task, name__in=slots)
-                .order_by("name", "-created_at", "-id")
-                .values_list("name", "content")
-            ),
-            task_pk,
-            *names,
-        )
+        rows = cls.objects.contents_of(task_pk, *names)
         documents: dict[str, str] = {}
         for name, content in rows:
             documents.setdefault(name, content)

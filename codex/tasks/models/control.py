@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from codex.core.compiled_query import all_rows
+from codex.core.store import hot_rows
 
 
 class ControlAction(models.TextChoices):
@@ -16,6 +16,12 @@ class ControlAction(models.TextChoices):
 class ControlRequestQuerySet(models.QuerySet):
     def pending(self) -> ControlRequestQuerySet:
         return self.filter(applied_at__isnull=True).order_by("created_at", "id")
+
+    @hot_rows
+    def pending_of(self, task_id: int) -> ControlRequestQuerySet:
+        """The task's requests not applied yet, oldest first (every step asks
+        twice: before it starts and when it ends)."""
+        return self.filter(task_id=task_id).pending()
 
 
 class ControlRequest(models.Model):
@@ -39,18 +45,6 @@ class ControlRequest(models.Model):
     outcome = models.CharField(max_length=200, blank=True)
 
     objects = ControlRequestQuerySet.as_manager()
-
-    @classmethod
-    def pending_for(cls, task_id: int) -> list[ControlRequest]:
-        """The task's requests not applied yet, oldest first: every step asks
-        twice (before it starts and when it ends), so the query is compiled
-        once per process (codex.core.compiled_query)."""
-        return all_rows(
-            cls,
-            "pending-control-requests",
-            lambda task_id: cls.objects.filter(task_id=task_id).pending(),
-            task_id,
-        )
 
     class Meta:
         ordering = ["created_at", "id"]

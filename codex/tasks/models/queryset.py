@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from codex.core.compiled_query import first_row
-from codex.core.models import VersionedQuerySet
+from codex.core.store import VersionedQuerySet, hot_row
 from codex.events.models import EventKind
 from codex.tasks.models.choices import TERMINAL_STATUSES, CreatedBy, Priority
 
@@ -55,20 +54,11 @@ class TaskQuerySet(VersionedQuerySet):
     def active(self) -> TaskQuerySet:
         return self.exclude(status__in=TERMINAL_STATUSES)
 
-    def with_repository(self, task_id: str) -> Task | None:
-        """The task `task_id` with its repository, or None: every step of every
-        task starts here, so the query is compiled once per worker
-        (codex.core.compiled_query). task_id is unique: no ORDER BY."""
-        return first_row(
-            self.model,
-            "task-with-repository",
-            lambda slot: (
-                self.model.objects.select_related("repository")
-                .filter(task_id=slot)
-                .order_by()[:1]
-            ),
-            task_id,
-        )
+    @hot_row
+    def with_repository(self, task_id: str) -> TaskQuerySet:
+        """The task `task_id` with its repository, or None (every step of
+        every task starts here). task_id is unique: no ORDER BY."""
+        return self.select_related("repository").filter(task_id=task_id).order_by()[:1]
 
     def create_from_request(
         self,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from codex.core.store import hot_row
+
 
 class Recommendation(models.TextChoices):
     APPROVE = "approve", "Approve"
@@ -56,6 +58,14 @@ class VerificationReport(models.Model):
         return f"agent-verification/{self.task.task_id}/report-{self.cycle}.yml"
 
 
+class ReviewReportQuerySet(models.QuerySet):
+    @hot_row
+    def newest_of(self, task_id: int) -> ReviewReportQuerySet:
+        """The task's newest review report (read by the guards of every step
+        after a review)."""
+        return self.filter(task_id=task_id).order_by("-cycle")[:1]
+
+
 class ReviewReport(models.Model):
     """The reviewer's verdict on one cycle (docs/domain/tasks.md#review-report).
 
@@ -77,6 +87,8 @@ class ReviewReport(models.Model):
     comments = models.JSONField(default=list, blank=True)
     security = models.JSONField(default=dict, blank=True)
     feedback = models.JSONField(default=dict, blank=True)
+
+    objects = ReviewReportQuerySet.as_manager()
 
     class Meta:
         ordering = ["task", "cycle"]

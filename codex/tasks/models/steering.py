@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from codex.core.compiled_query import all_rows
+from codex.core.store import hot_rows
 
 MESSAGE_MAX_LENGTH = 4000
 
@@ -29,6 +29,12 @@ class SteeringSource(models.TextChoices):
 class SteeringQuerySet(models.QuerySet):
     def undelivered(self) -> SteeringQuerySet:
         return self.filter(delivered_at__isnull=True).order_by("created_at", "id")
+
+    @hot_rows
+    def undelivered_to(self, task_id: int) -> SteeringQuerySet:
+        """The task's messages not handed to an agent yet, oldest first (read
+        before a run's every turn)."""
+        return self.filter(task_id=task_id).undelivered()
 
 
 class SteeringMessage(models.Model):
@@ -52,18 +58,6 @@ class SteeringMessage(models.Model):
     delivered_phase = models.CharField(max_length=20, blank=True)
 
     objects = SteeringQuerySet.as_manager()
-
-    @classmethod
-    def undelivered_for(cls, task_id: int) -> list[SteeringMessage]:
-        """The task's messages not handed to an agent yet, oldest first: read
-        before a run's every turn, so compiled once per process
-        (codex.core.compiled_query)."""
-        return all_rows(
-            cls,
-            "undelivered-steering",
-            lambda task_id: cls.objects.filter(task_id=task_id).undelivered(),
-            task_id,
-        )
 
     class Meta:
         ordering = ["created_at", "id"]

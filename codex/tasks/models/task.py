@@ -14,10 +14,8 @@ from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
 from django_fsm import FSMField
 
-from codex.core.compiled_query import first_row
-from codex.core.logged_state import default_reason
-from codex.core.models import VersionedLeasedModel
-from codex.core.queue import enqueue_not_before
+from codex.core.store import VersionedLeasedModel, default_reason
+from codex.core.workers import enqueue_not_before
 from codex.events.models import EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
@@ -380,21 +378,11 @@ class Task(
         return self.verification_reports.order_by("-cycle").first()
 
     def latest_review_report(self):
-        # Read by the guards of every step after a review: compiled once.
-        return first_row(
-            ReviewReport,
-            "tasks.reviewreport.latest",
-            _newest_review_report,
-            self.pk,
-        )
+        return ReviewReport.objects.newest_of(self.pk)
 
     def available_status_actions(self) -> list[str]:
         """Status transitions allowed now (guards included), by name."""
         return [t.name for t in self.get_available_status_transitions()]
-
-
-def _newest_review_report(task: Any) -> models.QuerySet:
-    return ReviewReport.objects.filter(task_id=task).order_by("-cycle")[:1]
 
 
 def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed, can_proceed
 
-from codex.core.queue import enqueue_on_commit
+from codex.core.workers import enqueue_on_commit
 from codex.tasks.models.choices import Status
 from codex.tasks.models.control import ControlRequest
 from codex.tasks.models.queryset import ADVANCE_JOB
@@ -69,7 +69,7 @@ class TaskActions:
 
         Raises TransitionNotAllowed when the task's state does not allow it.
         """
-        from codex.core.models import LeaseUnavailable
+        from codex.core.store import LeaseUnavailable
         from codex.tasks.models.control import ControlAction
 
         try:
@@ -95,7 +95,7 @@ class TaskActions:
         cancellations people asked for meanwhile. Returns what was applied;
         the task must be saved afterwards (the requests are marked with it)."""
         applied = []
-        for request in ControlRequest.pending_for(self.pk):
+        for request in ControlRequest.objects.pending_of(self.pk):
             method = getattr(self, request.action)
             if can_proceed(method):
                 method(

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
 
-from codex.core.queue import enqueue_on_commit, job_row
+from codex.core.workers import enqueue_on_commit, job_row
 from codex.events.models import Event, EventKind
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django_fsm import can_proceed
 
 from codex.claims.models.board import BoardItem, BoardStatus
-from codex.core.models import VersionConflict
+from codex.core.store import VersionConflict
 from codex.events.models import Event, EventKind
 from codex.webhooks.handlers.common import Context, Result, ignored, obj, processed
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from codex.core.models import LeaseUnavailable
-from codex.core.queue import enqueue_on_commit
+from codex.core.store import LeaseUnavailable
+from codex.core.workers import enqueue_on_commit
 from codex.events.models import EventKind
 from codex.tasks.models import Phase, Status, Task
 from codex.tasks.models.queryset import ADVANCE_JOB

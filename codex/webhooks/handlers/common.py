@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from codex.core.side_effects import perform_once
+from codex.core.store import perform_once
 from codex.repositories import forge as forge_module
 from codex.repositories.models import Repository
 from codex.tasks.models import Task

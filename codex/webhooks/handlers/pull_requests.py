@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 from django_fsm import can_proceed
 
-from codex.core.models import LeaseUnavailable, VersionConflict
-from codex.core.queue import enqueue_on_commit
+from codex.core.store import LeaseUnavailable, VersionConflict
+from codex.core.workers import enqueue_on_commit
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentInstance, InstanceStatus
 from codex.tasks.models import (

@@ -1,4 +1,4 @@
-"""Idempotency-Key on every POST (codex.core.idempotency)."""
+"""Idempotency-Key on every POST (codex.core.api.idempotency)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from codex.core.idempotency import prune_idempotency_records
-from codex.core.models import IdempotencyRecord
+from codex.core.api.idempotency import prune_idempotency_records
+from codex.core.api.idempotency_record import IdempotencyRecord
 from codex.tasks.models import Task
 from tests.core.api.conftest import assert_error_shape, role_client
 from tests.core.api.resources import make_escalation

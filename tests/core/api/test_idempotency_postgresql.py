@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex.core.models import IdempotencyRecord
+from codex.core.api.idempotency_record import IdempotencyRecord
 from codex.tasks.models import Task
 from tests.core.api.conftest import token_client
 from tests.core.test_concurrency_postgresql import run_together, split

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.core.cache import caches
 
-from codex.core.throttles import THROTTLE_CACHE, configured_rate
+from codex.core.api.throttles import THROTTLE_CACHE, configured_rate
 
 pytestmark = pytest.mark.django_db
 

@@ -93,7 +93,7 @@ def database_cache(settings):
     settings.CACHES = {
         **settings.CACHES,
         "throttle": {
-            "BACKEND": "codex.core.db_cache.UpsertDatabaseCache",
+            "BACKEND": "codex.core.store.db_cache.UpsertDatabaseCache",
             "LOCATION": "codex_throttle_cache",
         },
     }
@@ -108,7 +108,7 @@ def test_two_processes_sharing_the_cache_count_together(
     settings.CODEX_API_USER_RATE = "4/minute"
     two = RoundRobinCaches()
     assert two.connections[0] is not two.connections[1]
-    monkeypatch.setattr("codex.core.throttles.caches", two)
+    monkeypatch.setattr("codex.core.api.throttles.caches", two)
     for _ in range(4):
         assert api_client.get("/api/tasks/").status_code == 200
     assert_error_shape(api_client.get("/api/tasks/"), 429, "throttled")

@@ -10,8 +10,7 @@ import requests
 import time_machine
 
 from codex.core.errors import Action, ClassifiedFailure
-from codex.core.models import SideEffect
-from codex.core.side_effects import perform_once
+from codex.core.store.side_effects import SideEffect, perform_once
 from integrations.github.client import GithubException, classified, github_errors
 from integrations.github.forge import GitHubForge
 from tests.integrations.github.payloads import (

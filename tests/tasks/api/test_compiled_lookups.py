@@ -1,5 +1,5 @@
 """The lookups every API request makes are compiled to SQL once
-(codex.core.compiled_query) and still answer like the querysets they replace."""
+(codex.core.store.compiled_query) and still answer like the querysets they replace."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from codex.accounts.models import ApiToken
 from codex.accounts.permissions import ROLE_GROUPS
-from codex.core.compiled_query import CompiledQuery
+from codex.core.store.compiled_query import CompiledQuery
 from codex.repositories.models import Repository
 from codex.tasks.api.serializers import repository_by_url
 from tests.factories import make_repository, make_user

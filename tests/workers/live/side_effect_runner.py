@@ -1,6 +1,6 @@
 """A phase runner for live `qcluster` subprocesses: happy-path results, a
 simulated outside side effect in implementation ("create a pull request") and in
-release ("merge"), both through `codex.core.side_effects.perform_once`, and a
+release ("merge"), both through `codex.core.store.side_effects.perform_once`, and a
 configurable sleep that gives the tests a window to kill the worker.
 
 Configured by environment variables (the subprocess reads them per call):
@@ -30,7 +30,7 @@ import signal
 import time
 import uuid
 
-from codex.core.side_effects import perform_once
+from codex.core.store.side_effects import perform_once
 from tests.phase_runner import default_result
 
 SIDE_EFFECT_LOG = "CODEX_TEST_SIDE_EFFECT_LOG"

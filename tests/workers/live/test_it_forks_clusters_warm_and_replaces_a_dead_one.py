@@ -1,4 +1,4 @@
-"""`manage.py codex_workers --clusters N` (codex.core.supervisor): N clusters
+"""`manage.py codex_workers --clusters N` (codex.core.workers.supervisor): N clusters
 forked from one prepared process; a cluster whose whole process group is
 killed is forked again at once, and its jobs run; SIGTERM stops every
 cluster and then the supervisor."""

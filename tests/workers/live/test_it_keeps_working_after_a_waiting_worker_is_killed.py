@@ -1,6 +1,6 @@
 """A worker killed while it waits for a job (it holds its cluster's task
 queue's reader lock then) does not stop its cluster: the cluster keeper
-releases the lock the dead worker held (codex.core.queue_lock), and the jobs
+releases the lock the dead worker held (codex.core.workers.queue_lock), and the jobs
 that come next run. Before, the other workers waited for that lock for ever
 while the cluster beat on, its claimed job stuck. The same for the monitor,
 the result queue's one reader: killed while it waits, the one started in its
@@ -16,7 +16,7 @@ import pytest
 from django_q.brokers.orm import ORM
 from django_q.models import OrmQ
 
-from codex.core.queue_lock import read_syscall
+from codex.core.workers.queue_lock import read_syscall
 from tests.factories import make_task
 from tests.workers.live.cluster import wait_for, worker_env
 from tests.workers.live.helpers import wait_completed

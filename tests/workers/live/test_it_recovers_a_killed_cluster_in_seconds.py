@@ -4,10 +4,10 @@ default timeouts and leases: every task it held moves again within seconds.
 The killed cluster holds running steps (its workers are inside a phase) and
 steps it took but has not started (django-q2's memory queue and the pusher's
 hand). Before, those waited for CODEX_JOB_RETRY (ORM) or were lost (Redis).
-The brokers now claim each job they take (codex.core.brokers), and a cluster
+The brokers now claim each job they take (codex.core.workers.brokers), and a cluster
 starting on the same machine, or one already running there, hands the dead
 cluster's jobs back at once after freeing its workers' task leases
-(codex.core.cluster_recovery). The defaults are used: a 60 s lease, a 20-minute
+(codex.core.workers.cluster_recovery). The defaults are used: a 60 s lease, a 20-minute
 job retry.
 """
 

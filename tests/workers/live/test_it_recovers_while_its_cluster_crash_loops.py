@@ -5,7 +5,7 @@ django-q2 runs its first schedule about 30 s after a cluster starts, so a
 cluster dying faster than that used to run no reaper, no resume and no outbox
 job, and what each incarnation held waited for CODEX_JOB_RETRY. Each start-up
 now hands back what the previous incarnation held and runs the due schedules
-before it forks its workers (codex.core.cluster_recovery), so work keeps
+before it forks its workers (codex.core.workers.cluster_recovery), so work keeps
 moving through the crash loop: steps cut short start again in the next
 incarnation, a blocked task whose retry time came is resumed by its schedule,
 and once the loop ends every task completes, each side effect made once.

@@ -1,6 +1,6 @@
 """Live workers on the ORM broker (the default): at-least-once delivery.
 
-A job a cluster took is claimed in its OrmQ row (codex.core.brokers); when the
+A job a cluster took is claimed in its OrmQ row (codex.core.workers.brokers); when the
 cluster dies, the next cluster to start (or any live one, within its sweep)
 frees the dead worker's task lease and hands the job back to the queue, so the
 new worker runs the phase again at once. What must hold: the task completes
@@ -18,7 +18,7 @@ from django_q.brokers.orm import ORM
 from django_q.models import Task as QueuedTaskResult
 from django_q.tasks import async_task
 
-from codex.core.models import SideEffect, SideEffectStatus
+from codex.core.store.side_effects import SideEffect, SideEffectStatus
 from codex.events.models import Event, EventKind
 from codex.tasks.models import Phase, Status, Task
 from tests.factories import make_task

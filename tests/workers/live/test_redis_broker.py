@@ -2,7 +2,7 @@
 
 django-q2's own Redis broker has no receipts: its `dequeue` is a BLPOP, so a
 step taken by a cluster that then dies was lost. Codex's ClaimingRedis
-(codex.core.brokers) moves a taken step to the cluster's own list instead
+(codex.core.workers.brokers) moves a taken step to the cluster's own list instead
 (BLMOVE) and, once a worker starts it, to the cluster's hash of started steps;
 the step leaves Redis only when it is acknowledged. A cluster that starts (or
 any live one, within its sweep) hands a dead cluster's steps back to the queue
@@ -23,7 +23,7 @@ import time
 import pytest
 import redis
 
-from codex.core.models import SideEffect
+from codex.core.store.side_effects import SideEffect
 from tests.factories import make_task
 from tests.workers.live.brokers import (
     REDIS_TEST_URL,

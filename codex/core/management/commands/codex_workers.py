@@ -1,11 +1,11 @@
 """`manage.py codex_workers`: worker clusters forked warm, replaced when one
-dies (codex.core.supervisor). `qcluster` still runs one cluster by itself."""
+dies (codex.core.workers.supervisor). `qcluster` still runs one cluster by itself."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from codex.core.supervisor import ClusterSupervisor
+from codex.core.workers.supervisor import ClusterSupervisor
 
 
 class Command(BaseCommand):

@@ -1,10 +1,10 @@
 """The event row a logged state change writes with it.
 
 codex.core writes a change and its events in one statement or transaction
-(codex.core.logged_state, codex.core.statements) but does not know the event
+(codex.core.store.logged_state, codex.core.store.statements) but does not know the event
 model: the app that owns the event log registers how to make an unsaved event
 row when it starts (codex.events: EventsConfig.ready). A system check refuses
-to start without one (codex.core.django_internals).
+to start without one (codex.core.store.django_internals).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The worker clusters that are running now, as the database knows them.
 
 Each `manage.py qcluster` registers itself at start-up and stamps `beat_at`
-every CODEX_CLUSTER_BEAT_SECONDS from its sentinel (codex.core.brokers); it
+every CODEX_CLUSTER_BEAT_SECONDS from its sentinel (codex.core.workers.brokers); it
 also reports what it finds of its own machine (`health`: the command jail, the
 model key) at start-up and every CODEX_CLUSTER_HEALTH_SECONDS. The
 jobs a cluster has taken from the broker are claimed under its `claim` (see
-codex.core.brokers), so when a cluster stops beating, or its process is gone
+codex.core.workers.brokers), so when a cluster stops beating, or its process is gone
 from the machine it ran on, any other cluster hands those jobs back to the
-queue at once (codex.core.cluster_recovery).
+queue at once (codex.core.workers.cluster_recovery).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Leases of versioned rows: acquire, renew, release, break
 (docs/domain/concurrency.md#leases).
 
-`LeaseMethods` is the lease half of codex.core.models.VersionedLeasedModel, a
+`LeaseMethods` is the lease half of codex.core.store.versioned.VersionedLeasedModel, a
 plain mixin without fields: the model declares `version`, `lease_holder`,
 `lease_expires_at` and `updated_at`, and provides the versioned save,
 `held_lease`, `changed_fields` and `refresh_from_db` that these methods use.
@@ -24,11 +24,11 @@ from django.db.models import Model, Q
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from codex.core.plain_updates import update_row
-from codex.core.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
+from codex.core.store.plain_updates import update_row
+from codex.core.store.refusals import LeaseRequired, LeaseUnavailable, VersionConflict
 
 if TYPE_CHECKING:
-    from codex.core.models import VersionedLeasedModel
+    from codex.core.store.versioned import VersionedLeasedModel
 
 
 def lease_is_free(now: datetime) -> Q:
@@ -77,7 +77,7 @@ class LeaseMethods:
         `holder` (or free at `free_at` too, when given; with neither, whoever
         holds it), that also bumps the version. True if it applied.
 
-        Written out directly (codex.core.plain_updates), not compiled from a
+        Written out directly (codex.core.store.plain_updates), not compiled from a
         queryset: every step takes and gives back its task's lease."""
         model = type(self)
         connection = connections[router.db_for_write(model)]

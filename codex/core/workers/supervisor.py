@@ -8,7 +8,7 @@ the workers need, then forks each cluster from its own memory. A cluster that
 dies (its process group killed, out of memory, a crash) is replaced by another
 fork at once, which starts in a few hundredths of that, and the new cluster's
 sentinel hands back the dead one's jobs as at any start
-(codex.core.cluster_recovery).
+(codex.core.workers.cluster_recovery).
 
 Each cluster runs in a session of its own, so a signal to one cluster's
 process group never reaches another or the supervisor, and each gets SIGTERM
@@ -113,7 +113,10 @@ class ClusterSupervisor:
         """What every cluster's sentinel prepares before forking its workers
         (ClusterKeeper._warm_up), done once here so each fork inherits it,
         the same way (`prepared_for_forking`)."""
-        from codex.core.cluster_recovery import ClusterKeeper, prepared_for_forking
+        from codex.core.workers.cluster_recovery import (
+            ClusterKeeper,
+            prepared_for_forking,
+        )
 
         with prepared_for_forking():
             ClusterKeeper._warm_up()

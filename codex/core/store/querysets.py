@@ -1,4 +1,4 @@
-"""The queryset of versioned models (codex.core.models.VersionedLeasedModel).
+"""The queryset of versioned models (codex.core.store.versioned.VersionedLeasedModel).
 
 A bulk update skips the version check and the lease of every row it touches, so
 it may not change the state fields a queryset lists in `protected_update_fields`
@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import F
 from django.utils import timezone
 
-from codex.core.refusals import LeaseRequired
+from codex.core.store.refusals import LeaseRequired
 
 
 class VersionedQuerySet(models.QuerySet):

@@ -38,13 +38,60 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 from django.db.models import F
 from django.utils import timezone
 
-from codex.core.compiled_query import first_row
-from codex.core.models import SideEffect, SideEffectStatus
-from codex.core.plain_updates import update_row
+from codex.core.store.compiled_query import first_row
+from codex.core.store.plain_updates import update_row
+
+
+class SideEffectStatus(models.TextChoices):
+    STARTED = "started", "Started"
+    DONE = "done", "Done"
+
+
+class SideEffect(models.Model):
+    """The record of one side effect outside the database (see this module).
+
+    `key` names what and on what, stably across retries; `attempts` counts the
+    times it was started; `result` is what the outside system answered (ids, URLs)
+    once done, whether by doing it or by finding that an earlier attempt had.
+    """
+
+    key = models.CharField(max_length=400, unique=True)
+    kind = models.CharField(max_length=50)
+    task = models.ForeignKey(
+        "tasks.Task",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="side_effects",
+    )
+    status = models.CharField(
+        max_length=10,
+        choices=SideEffectStatus.choices,
+        default=SideEffectStatus.STARTED,
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True)
+    found_by_lookup = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status="started"),
+                name="side_effect_unfinished",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status})"
+
 
 Result = dict[str, Any]
 

@@ -1,5 +1,5 @@
 """The stored first answer to a POST sent with an Idempotency-Key: the model
-behind codex.core.idempotency (docs/domain/concurrency.md#idempotency-key).
+behind codex.core.api.idempotency (docs/domain/concurrency.md#idempotency-key).
 
 Its table keeps the name it was created with, `accounts_idempotencyrecord`.
 """
@@ -19,7 +19,7 @@ class IdempotencyRecord(models.Model):
     path and body) gets `response_status` and `response_body` again instead of
     acting twice; another request under the same key is refused. Records older
     than CODEX_IDEMPOTENCY_TTL_HOURS (24) no longer count and are pruned by
-    codex.core.idempotency.prune_idempotency_records.
+    codex.core.api.idempotency.prune_idempotency_records.
     """
 
     user = models.ForeignKey(

@@ -6,9 +6,9 @@ task) and every worker step makes (first_row), compiling cost more CPU than
 sending the query and reading its row, for SQL that differs only in its
 parameters.
 
-This module and codex.core.statements are the only ones that use Django's
+This module and codex.core.store.statements are the only ones that use Django's
 internals (the compiler's select, klass_info, annotation_col_map and
-results_iter, get_related_populators); codex.core.django_internals pins them
+results_iter, get_related_populators); codex.core.store.django_internals pins them
 (docs/architecture.md#fast-path). A compiled query of another shape than the
 one verified raises FastPathInvariantError when it is built.
 """
@@ -22,7 +22,7 @@ from django.db import connections, router
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 
-from codex.core.django_internals import FastPathInvariantError
+from codex.core.store.django_internals import FastPathInvariantError
 
 
 class CompiledValues:
@@ -125,7 +125,7 @@ def check_compiled_shape(sql: str, klass_info: Any, queryset: QuerySet) -> None:
     ):
         raise FastPathInvariantError(
             "SQLCompiler.klass_info lost its model or select_fields: re-check "
-            "codex.core.compiled_query (codex.core.django_internals)"
+            "codex.core.store.compiled_query (codex.core.store.django_internals)"
         )
     if klass_info["model"] is not queryset.model:
         raise FastPathInvariantError(

@@ -1,4 +1,4 @@
-"""The claiming broker on Redis, the production broker (see codex.core.brokers
+"""The claiming broker on Redis, the production broker (see codex.core.workers.brokers
 for what claims are and who uses them).
 
 A cluster's taken jobs are a list `<queue>:@<claim>` (in the order it took
@@ -13,7 +13,7 @@ from typing import Any
 
 from django_q.brokers.redis_broker import Redis
 
-from codex.core.brokers import ClaimingBroker
+from codex.core.workers.brokers import ClaimingBroker
 
 # Moves a taken job to the started hash of its cluster, if it is still there.
 _START = """

@@ -13,20 +13,21 @@ good. These brokers claim every job they take instead:
   (`<queue>@<claim>#<pid>`; a Redis hash `<queue>:@<claim>:started`). That is
   the record of a job that is running, and of which worker runs it. A start
   that finds its claim gone (the job was handed back meanwhile) tells the job
-  so (`codex.core.queue.job_handed_back`);
+  so (`codex.core.workers.queue.job_handed_back`);
 - acknowledged: the claim goes with the job.
 
 A job whose worker died while running it (the cluster lived on) is handed
 back with the count in its package (`codex_redeliveries`); past
 CODEX_JOB_REDELIVERIES it is given up instead (the apps record the failure
-through codex.core.worker_hooks, and a task step blocks its task), so a job that
+through codex.core.workers.hooks, and a task step blocks its task), so a job that
 kills its worker every time cannot crash workers for ever.
 
-ClaimingORM is here; ClaimingRedis, the same on Redis, in codex.core.redis_broker.
+ClaimingORM is here; ClaimingRedis, the same on Redis, in
+codex.core.workers.redis_broker.
 So the broker always says which jobs are waiting, which a cluster took but has
 not started, and which worker is running which; `hand_back` returns a dead
 cluster's (or a dead worker's) jobs to the front of the queue.
-codex.core.cluster_recovery decides when, from the clusters' beats.
+codex.core.workers.cluster_recovery decides when, from the clusters' beats.
 
 Hooks into the cluster, all in the sentinel process: `ping()` is the first
 thing a sentinel does before it forks its workers (start-up recovery runs
@@ -53,7 +54,7 @@ from django_q.models import OrmQ
 from django_q.signals import pre_execute
 from django_q.signing import SignedPackage
 
-from codex.core import worker_hooks
+from codex.core.workers import hooks as worker_hooks
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class ClaimingBroker:
         answer = super().ping()
         sentinel = _calling_sentinel()
         if sentinel is not None and self.keeper is None:
-            from codex.core.cluster_recovery import ClusterKeeper
+            from codex.core.workers.cluster_recovery import ClusterKeeper
 
             global _cluster_broker
             _cluster_broker = self
@@ -163,7 +164,7 @@ class ClaimingBroker:
     def redelivery(self, payload: Any, counted: bool) -> Any:
         """The payload to hand back for a started job: with one redelivery
         more when `counted`; None when it had CODEX_JOB_REDELIVERIES already,
-        then the job is given up (codex.core.worker_hooks) and must be
+        then the job is given up (codex.core.workers.hooks) and must be
         dropped."""
         if not counted:
             return payload

@@ -19,16 +19,16 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
-# The ORM broker Codex's clusters use (codex.core.brokers): a job row it reads
+# The ORM broker Codex's clusters use (codex.core.workers.brokers): a job row it reads
 # is one django-q's own ORM broker would write.
-ORM_BROKER_CLASS = "codex.core.brokers.ClaimingORM"
+ORM_BROKER_CLASS = "codex.core.workers.brokers.ClaimingORM"
 
 
 def job_handed_back() -> bool:
     """Whether the job this worker is about to run was handed back to the
     queue before it started (its cluster is stopping, or was presumed dead):
     another worker runs it, so a job that would only repeat work returns."""
-    from codex.core.brokers import job_handed_back as handed_back
+    from codex.core.workers.brokers import job_handed_back as handed_back
 
     return handed_back()
 

@@ -17,9 +17,9 @@ from typing import Any
 from django.db import connections, models, router
 from django_fsm import TransitionNotAllowed
 
-from codex.core import statements
-from codex.core.event_rows import event_row
-from codex.core.models import VersionedLeasedModel, one_change
+from codex.core.store import statements
+from codex.core.store.event_rows import event_row
+from codex.core.store.versioned import VersionedLeasedModel, one_change
 
 
 class LoggedStateModel(VersionedLeasedModel):
@@ -79,7 +79,7 @@ class LoggedStateModel(VersionedLeasedModel):
             one_statement_on = self._one_statement_database(pending, args, kwargs)
             if self._state.adding and one_statement_on:
                 # The row and its events in one statement; the events' data
-                # takes the new row's id from it (codex.core.statements).
+                # takes the new row's id from it (codex.core.store.statements).
                 # Django's save refuses an unsaved related object: so does this.
                 self._prepare_related_fields_for_save(operation_name="save")
                 statements.insert_with_rows(

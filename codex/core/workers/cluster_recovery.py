@@ -1,9 +1,9 @@
 """A cluster's own bookkeeping: start-up recovery, beats, sweeps and its stop.
 
-`ClusterKeeper` lives in a django-q2 sentinel (codex.core.brokers hooks it in):
+`ClusterKeeper` lives in a django-q2 sentinel (codex.core.workers.brokers hooks it in):
 
 - at start-up, before the workers are forked and any job is taken, it
-  registers the cluster (codex.core.clusters.WorkerCluster), hands back the
+  registers the cluster (codex.core.workers.clusters.WorkerCluster), hands back the
   jobs of every dead cluster (`recover_dead_clusters`) and runs the due
   schedules once, instead of waiting for django-q2's first scheduler tick
   about 30 s later (a cluster that keeps crashing would otherwise never run
@@ -12,7 +12,7 @@
 - every cycle of the guard loop (half a second) it hands back the job of a
   worker of its own that ended on a signal or an error (killed, out of
   memory, timed out): that death counts against the job (see
-  codex.core.brokers, CODEX_JOB_REDELIVERIES);
+  codex.core.workers.brokers, CODEX_JOB_REDELIVERIES);
 - every second it looks whether a cluster registered on its machine lost its
   process, and then sweeps at once;
 - at start-up and every CODEX_CLUSTER_HEALTH_SECONDS it reports what it finds
@@ -48,9 +48,9 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from codex.core import worker_hooks
-from codex.core.clusters import WorkerCluster, process_exists
-from codex.core.queue_lock import ReaderLockWatch, UnstartedJobWatch
+from codex.core.workers import hooks as worker_hooks
+from codex.core.workers.clusters import WorkerCluster, process_exists
+from codex.core.workers.queue_lock import ReaderLockWatch, UnstartedJobWatch
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def hand_back_workers(
     `counted`: their worker's death counts against the job (see
     ClaimingBroker.redelivery)."""
     # What a dead worker held (task leases, running agent runs) is freed by
-    # the apps that know it (codex.core.worker_hooks).
+    # the apps that know it (codex.core.workers.hooks).
     for pid in pids:
         worker_hooks.dead_worker(worker_holder(host, pid), reason)
     return broker.hand_back(claim, pids=pids, unstarted=unstarted, counted=counted)

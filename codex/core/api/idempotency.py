@@ -38,7 +38,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from codex.core.api.errors import Unprocessable
-from codex.core.idempotency_record import IdempotencyRecord
+from codex.core.api.idempotency_record import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 KEY_MAX_LENGTH = 200

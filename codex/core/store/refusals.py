@@ -1,9 +1,9 @@
 """The refusals of a write to a versioned, leased row
 (docs/domain/concurrency.md#versions, #leases).
 
-Raised by codex.core.models.VersionedLeasedModel's saves, its lease operations
-(codex.core.leases) and VersionedQuerySet (codex.core.querysets). Callers import
-them from codex.core.models, which imports them from here.
+Raised by VersionedLeasedModel's saves (codex.core.store.versioned), its
+lease operations (codex.core.store.leases) and VersionedQuerySet
+(codex.core.store.querysets). Callers import them from codex.core.store.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The one-statement write fast path: how a versioned save reaches the
 database, and the only module that writes through Django's internals
 (docs/architecture.md#fast-path; the internals and the check that pins them
-are in codex.core.django_internals).
+are in codex.core.store.django_internals).
 
-A versioned save (codex.core.models.VersionedLeasedModel) hands Django's
+A versioned save (codex.core.store.versioned.VersionedLeasedModel) hands Django's
 `_do_update` arguments and a `VersionedWrite` (the version read, the lease
 holder, the rows that belong to the change) to `update_versioned_row`, which
 says whether the row matched. On PostgreSQL a change and its rows (its
@@ -38,8 +38,8 @@ from typing import Any
 from django.db import connections, models, transaction
 from django.db.models import Q
 
-from codex.core.django_internals import FastPathInvariantError
-from codex.core.leases import lease_clause, lease_is_free
+from codex.core.store.django_internals import FastPathInvariantError
+from codex.core.store.leases import lease_clause, lease_is_free
 
 try:  # psycopg 3, the PostgreSQL driver; absent on an SQLite-only install
     from psycopg import _queries as _psycopg_queries
@@ -137,7 +137,7 @@ def check_version_raised(obj: models.Model, values: list, expected: int) -> None
             return
     raise FastPathInvariantError(
         f"the save of {obj!r} does not write its version: Django's update "
-        "values changed shape (codex.core.django_internals)"
+        "values changed shape (codex.core.store.django_internals)"
     )
 
 

@@ -19,7 +19,7 @@ would leave the one django-q2 starts in its place waiting for ever, and no
 job acknowledged again; the same watch releases that lock.
 
 A worker killed just after it took a job from the queue, before it claimed it
-as started (`codex.core.brokers`), leaves that job claimed by its live cluster
+as started (`codex.core.workers.brokers`), leaves that job claimed by its live cluster
 and in nobody's hands; so does a pusher killed while it held a job it had
 taken for a full queue. `UnstartedJobWatch` finds such a job. The queue is
 first in, first out, so the jobs the cluster took and no worker started are,

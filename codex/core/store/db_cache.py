@@ -1,6 +1,6 @@
 """Django's database cache with a `set` of one statement.
 
-The API throttles count in a cache (codex.core.throttles): without Redis, in
+The API throttles count in a cache (codex.core.api.throttles): without Redis, in
 the database. Django's DatabaseCache.set counts the table's rows, then opens a
 transaction to look the key up and UPDATE or INSERT it: five statements for
 every API request a throttle counts, a third of a POST's CPU in the intake

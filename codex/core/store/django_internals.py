@@ -3,8 +3,8 @@ were verified on, and the system check that refuses to start without them
 (docs/architecture.md#fast-path).
 
 Two modules use private APIs, for speed, and nothing else should:
-codex.core.statements (the one-statement versioned writes, reached through
-VersionedLeasedModel._do_update) and codex.core.compiled_query (the hot
+codex.core.store.statements (the one-statement versioned writes, reached through
+VersionedLeasedModel._do_update) and codex.core.store.compiled_query (the hot
 lookups compiled once). Each internal below names what relies on it. On a
 Django upgrade, tests/core/test_it_fails_loudly_when_django_internals_change.py
 fails naming the internal to re-check; move VERIFIED_DJANGO once it passes.
@@ -22,15 +22,15 @@ from django.core import checks
 # Django versions the fast path was verified on: from (inclusive), to (exclusive).
 VERIFIED_DJANGO = ((5, 2), (5, 3))
 
-WRITES = "codex.core.statements (and VersionedLeasedModel._do_update)"
-READS = "codex.core.compiled_query"
+WRITES = "codex.core.store.statements (and VersionedLeasedModel._do_update)"
+READS = "codex.core.store.compiled_query"
 
 
 class FastPathInvariantError(RuntimeError):
     """An invariant of the fast path failed (a write matched several rows, a
     save never reached `_do_update`, a compiled query has another shape).
     Most likely a Django or psycopg upgrade changed an internal listed in
-    codex.core.django_internals; never caught, so it stops the write."""
+    codex.core.store.django_internals; never caught, so it stops the write."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ INTERNALS = (
     Internal("django.db.models.Field save and cache methods", WRITES, _field_methods),
     Internal(
         "connection.in_atomic_block",
-        f"{WRITES}, codex.core.models.save_with_rows",
+        f"{WRITES}, codex.core.store.versioned.save_with_rows",
         _atomic_block_flag,
     ),
     Internal(
@@ -181,7 +181,7 @@ INTERNALS = (
     ),
     Internal(
         "psycopg._queries.MAX_CACHED_STATEMENT_PARAMS",
-        "codex.core.statements (keeps a task creation's statement parsed)",
+        "codex.core.store.statements (keeps a task creation's statement parsed)",
         _psycopg_statement_cache,
         breaks_correctness=False,
     ),
@@ -239,7 +239,7 @@ def check_django_internals(app_configs=None, **kwargs) -> list[checks.CheckMessa
 def check_event_log_registered(app_configs=None, **kwargs) -> list[checks.Error]:
     """System check: logged state changes need the event log's row factory
     (registered by codex.events on start)."""
-    from codex.core.event_rows import event_row_factory_registered
+    from codex.core.store.event_rows import event_row_factory_registered
 
     if event_row_factory_registered():
         return []

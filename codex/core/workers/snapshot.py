@@ -1,6 +1,6 @@
 """What the job queue holds now, for monitoring (/metrics, /healthz/workers).
 
-Read from the claiming brokers' own records (codex.core.brokers): the jobs
+Read from the claiming brokers' own records (codex.core.workers.brokers): the jobs
 waiting for a cluster to take them, when the oldest of them was queued, and
 for each cluster's claim the jobs it took and those its workers run. A fixed
 number of statements whatever the queue holds: three on the ORM broker, one
@@ -39,8 +39,8 @@ class QueueSnapshot:
 
 def queue_snapshot(broker: Any = None) -> QueueSnapshot:
     """The queue of `broker` (the configured one by default)."""
-    from codex.core.brokers import ClaimingORM
-    from codex.core.redis_broker import ClaimingRedis
+    from codex.core.workers.brokers import ClaimingORM
+    from codex.core.workers.redis_broker import ClaimingRedis
 
     if broker is None:
         from django_q.brokers import get_broker
