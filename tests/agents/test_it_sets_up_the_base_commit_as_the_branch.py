@@ -4,10 +4,10 @@ would otherwise fail there and the baseline be lost."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from agents import baseline
 from agents.demo import create_bare_repository, git
+from agents.ecosystems import environment
+from codex.repositories.models import Repository
 
 
 def test_the_base_commit_is_set_up_with_the_repositorys_hosts(tmp_path, monkeypatch):
@@ -21,11 +21,11 @@ def test_the_base_commit_is_set_up_with_the_repositorys_hosts(tmp_path, monkeypa
         calls.append((command, hosts))
         return "stop here"  # what happens after is not this test's
 
-    monkeypatch.setattr(baseline, "ensure_setup", ensure_setup)
-    repository = SimpleNamespace(
-        sandbox_image="",
+    monkeypatch.setattr(environment, "ensure_setup", lambda *a, **k: ensure_setup(*a))
+    repository = Repository(
+        url=f"file://{bare}",
         setup_command="pip install -r requirements.txt",
-        setup_hosts=["pypi.org", "files.pythonhosted.org"],
+        setup_network_hosts="pypi.org files.pythonhosted.org",
     )
 
     assert baseline._run_on(work, repository, sha) is None

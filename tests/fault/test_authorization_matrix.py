@@ -18,7 +18,8 @@ may use it. The rules (codex.accounts.permissions and issue 7):
   otherwise, tests/tasks/api/test_it_shows_an_integrator_only_its_own_tasks.py);
 - the admin: operators (staff) only, everyone else the admin login redirect;
 - the GitHub webhook: the signature only; no session or role grants anything;
-- /healthz and Django's sign-in pages: open.
+- /healthz and Django's sign-in pages: open; /metrics and /healthz/workers:
+  operators or the metrics token (401 without credentials, 403 for others).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ API = {
 }
 PUBLIC_API = {"api/schema/", "api/docs/"}
 OPEN = {"healthz"}
+# Operators (staff) or the metrics token: docs/monitoring.md#access.
+MONITORING = {"metrics", "healthz/workers"}
 WEBHOOKS = {"api/webhooks/github/"}
 # Team pages (login required): pattern → {method: roles allowed}.
 TASK_ACTION = "^tasks/(?P<task_id>[^/]+)/(?P<action>retry|pause|resume|cancel)/$"
@@ -219,6 +222,7 @@ def expected_patterns() -> set[str]:
         set(API)
         | PUBLIC_API
         | OPEN
+        | MONITORING
         | WEBHOOKS
         | set(PAGES)
         | AUTH_OPEN
@@ -484,6 +488,23 @@ def test_healthz_is_open(session_clients):
     for pattern in sorted(OPEN):
         for client in session_clients.values():
             assert client.get("/" + pattern).status_code == 200
+
+
+def test_monitoring_is_for_operators_and_the_metrics_token(
+    world, session_clients, settings
+):
+    settings.CODEX_METRICS_TOKEN = "m" * 32
+    for pattern in sorted(MONITORING):
+        for role, client in session_clients.items():
+            status = client.get("/" + pattern).status_code
+            if role is None:
+                assert status == 401, (pattern, role)
+            elif role == "operator":
+                assert status in (200, 503), (pattern, role, status)
+            else:
+                assert status == 403, (pattern, role, status)
+        scraper = Client(HTTP_AUTHORIZATION="Bearer " + "m" * 32)
+        assert scraper.get("/" + pattern).status_code in (200, 503)
 
 
 def test_unknown_fsm_transition_is_404(world, role_users):

@@ -94,6 +94,7 @@ def test_repository_add_normalizes_the_url(console):
             "default_branch": "main",
             "accepts_tasks": "on",
             "merge_gate": "auto",  # the select's default, as a browser sends it
+            "worktree_quota_mb": "1024",  # the field's default, likewise
         },
     )
     assert response.status_code == 302, response.content.decode()[:3000]
