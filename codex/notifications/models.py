@@ -132,7 +132,7 @@ class Notification(ConcurrentTransitionMixin, FSMModelMixin, models.Model):
     body = models.TextField(blank=True)
     # Not protected=True: django-fsm's refresh_from_db switches that flag off and
     # on for the whole class, which races between threads (see the xfail in
-    # tests/core/test_leases.py). editable=False keeps it out of every form;
+    # tests/core/store/test_leases.py). editable=False keeps it out of every form;
     # changes go through the claim UPDATE and the transitions below.
     status = FSMField(
         max_length=10,

@@ -3,7 +3,8 @@
 The UPDATE checks the version read and that the lease is free, expired or the
 caller's; the event goes in the same transaction. These tests pin what that one
 statement must still refuse, and what a refusal leaves behind. The same
-guarantees with real concurrent threads: tests/core/test_concurrency_postgresql.py.
+guarantees with real concurrent threads:
+tests/core/store/test_concurrency_postgresql.py.
 """
 
 from __future__ import annotations

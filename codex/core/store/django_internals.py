@@ -6,7 +6,7 @@ Two modules use private APIs, for speed, and nothing else should:
 codex.core.store.statements (the one-statement versioned writes, reached through
 VersionedLeasedModel._do_update) and codex.core.store.compiled_query (the hot
 lookups compiled once). Each internal below names what relies on it. On a
-Django upgrade, tests/core/test_it_fails_loudly_when_django_internals_change.py
+Django upgrade, tests/core/store/test_it_fails_loudly_when_django_internals_change.py
 fails naming the internal to re-check; move VERIFIED_DJANGO once it passes.
 """
 
@@ -228,7 +228,7 @@ def check_django_internals(app_configs=None, **kwargs) -> list[checks.CheckMessa
             checks.Warning(
                 f"Django {django.get_version()} is outside the versions the fast "
                 f"path was verified on ({low} to before {high})",
-                hint=f"Run tests/core/test_it_fails_loudly_when_django_internals"
+                hint=f"Run tests/core/store/test_it_fails_loudly_when_django_internals"
                 f"_change.py and re-check {WRITES} and {READS}.",
                 id="codex.W001",
             )

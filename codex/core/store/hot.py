@@ -82,7 +82,12 @@ def _declare(run_compiled: Callable, run_plain: Callable) -> Callable:
     return decorate
 
 
-hot_row = _declare(first_row, lambda queryset: queryset.first())
+def _first(queryset: QuerySet) -> Any:
+    # The method slices its queryset ([:1]): first() would reorder it.
+    return next(iter(queryset), None)
+
+
+hot_row = _declare(first_row, _first)
 hot_rows = _declare(all_rows, list)
 hot_values = _declare(value_rows, lambda queryset: [tuple(r) for r in queryset])
 

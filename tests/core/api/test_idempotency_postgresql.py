@@ -9,7 +9,7 @@ import pytest
 from codex.core.api.idempotency_record import IdempotencyRecord
 from codex.tasks.models import Task
 from tests.core.api.conftest import token_client
-from tests.core.test_concurrency_postgresql import run_together, split
+from tests.core.store.test_concurrency_postgresql import run_together, split
 from tests.factories import make_repository, make_user
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
