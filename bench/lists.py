@@ -240,13 +240,16 @@ def _measure(api, browser, samples, total_tasks, events, results):
                 f"{total_tasks} tasks / {events} events in the database",
             )
         )
+        # The dashboard also says what blocks every task, from the workers'
+        # beats: one query more than the other lists.
+        most = 11 if name == "dashboard" else 10
         results.append(
             figure(
                 f"list_{name}_queries",
                 max(counts),
                 "queries",
-                goal="<= 10 queries",
-                meets=max(counts) <= 10 and status == 200,
+                goal=f"<= {most} queries",
+                meets=max(counts) <= most and status == 200,
                 notes=f"GET {url}",
             )
         )
