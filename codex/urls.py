@@ -19,7 +19,7 @@ urlpatterns = [
     path("api/", include("codex.claims.api.urls")),
     path("api/", include("codex.children.api.urls")),
     path("api/", include("codex.core.api.urls")),
-    path("", include("codex.tasks.urls")),
+    path("", include("codex.tasks.pages.urls")),
 ]
 
 handler400 = bad_request

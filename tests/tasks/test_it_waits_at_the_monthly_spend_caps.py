@@ -17,9 +17,9 @@ from django.utils import timezone
 from agents.phase_runner import AgentPhaseRunner
 from codex.fleet.models import AgentRun
 from codex.notifications.models import Notification
-from codex.tasks import dashboard
 from codex.tasks.gate_jobs import check_spend_caps
 from codex.tasks.models import Decider, GateDecision, GateRefused, Status
+from codex.tasks.pages import dashboard
 from codex.tasks.spend_caps import cap_reached, month_start
 from tests.factories import make_repository, make_task, make_user, put_in_state
 from tests.pipeline.helpers import run_steps

@@ -1,4 +1,4 @@
-"""Indexes for the dashboard's aggregates (codex.tasks.dashboard).
+"""Indexes for the dashboard's aggregates (codex.tasks.pages.dashboard).
 
 Created with SQL that both PostgreSQL and SQLite understand, and kept out of
 the model state: Task.Meta lives in codex/tasks/models/task.py, which is being

@@ -228,7 +228,7 @@ class Task(
             models.Index(fields=["repository", "status"], name="task_repo_status"),
             models.Index(fields=["priority", "status"], name="task_priority_status"),
             models.Index(fields=["status", "phase_entered_at"], name="task_stuck"),
-            # The dashboard's aggregates (codex.tasks.dashboard): every column
+            # The dashboard's aggregates (codex.tasks.pages.dashboard): every column
             # the status/phase/merge/cycles counts read, so an index-only scan;
             # completions in the throughput window; the merged pull requests
             # the runs' cost per merge divides by.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 FIGURES = (
-    "from codex.tasks.dashboard import build\n"
+    "from codex.tasks.pages.dashboard import build\n"
     "b = build()\n"
     "print(json.dumps({'tasks': b.total_tasks, 'completed': b.completed_tasks, "
     "'success': b.success_rate, 'cost': str(b.total_cost), "

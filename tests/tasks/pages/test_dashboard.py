@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from codex.fleet.models import AgentRun
-from codex.tasks import dashboard
+from codex.tasks.pages import dashboard
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db

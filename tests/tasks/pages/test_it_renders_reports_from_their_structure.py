@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from codex.tasks.models import ReviewReport, VerificationReport
-from codex.tasks.views import phase_rows
+from codex.tasks.pages.views import phase_rows
 from tests.factories import make_task
 
 pytestmark = pytest.mark.django_db

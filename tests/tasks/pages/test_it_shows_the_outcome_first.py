@@ -13,7 +13,7 @@ from django.urls import reverse
 from codex.repositories.forge import get_forge
 from codex.repositories.models import LocalPullRequest, Repository
 from codex.tasks.models import Task
-from codex.tasks.outcome import diff_stat
+from codex.tasks.pages.outcome import diff_stat
 from integrations.git import add_worktree, commit_all, ensure_mirror, push
 from tests.factories import make_repository, make_task, make_user, put_in_state
 from tests.integrations.git.helpers import make_remote

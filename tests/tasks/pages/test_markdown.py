@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from codex.tasks.safe_markdown import is_safe_url, render_markdown
+from codex.tasks.pages.markdown import is_safe_url, render_markdown
 
 
 def test_ordinary_markdown_renders():

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun
-from codex.tasks import views
 from codex.tasks.models import Artifact, ReviewReport, VerificationReport
+from codex.tasks.pages import views
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db
@@ -307,7 +307,7 @@ def test_a_finished_tasks_phase_stops_counting():
 
     from django.utils import timezone
 
-    from codex.tasks.views import phase_rows
+    from codex.tasks.pages.views import phase_rows
     from tests.factories import make_task, put_in_state
 
     task = make_task()

@@ -8,7 +8,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
-from codex.tasks import page_actions, page_inbox, page_people, views
+from codex.tasks.pages import actions, inbox, people, views
 
 page_patterns = [
     path("", RedirectView.as_view(pattern_name="pages:dashboard"), name="home"),
@@ -18,13 +18,13 @@ page_patterns = [
     path("tasks/<str:task_id>/fragment/", views.task_fragment, name="task_fragment"),
     re_path(
         r"^tasks/(?P<task_id>[^/]+)/(?P<action>retry|pause|resume|cancel)/$",
-        page_actions.task_action,
+        actions.task_action,
         name="task_action",
     ),
-    path("tasks/<str:task_id>/gate/", page_people.gate_decision, name="gate_decision"),
-    path("tasks/<str:task_id>/steer/", page_people.steer, name="steer"),
-    path("inbox/", page_inbox.inbox, name="inbox"),
-    path("inbox/<int:pk>/resolve/", page_inbox.resolve, name="resolve"),
+    path("tasks/<str:task_id>/gate/", people.gate_decision, name="gate_decision"),
+    path("tasks/<str:task_id>/steer/", people.steer, name="steer"),
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/<int:pk>/resolve/", inbox.resolve, name="resolve"),
 ]
 
 urlpatterns = [

@@ -19,8 +19,8 @@ from codex.accounts.decorators import allowed_to
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.forms import EscalationAnswerForm
 from codex.tasks.models import AlreadyResolved, Escalation, Task
-from codex.tasks.page_people import waiting_gates
-from codex.tasks.views import actor_of
+from codex.tasks.pages.people import waiting_gates
+from codex.tasks.pages.views import actor_of
 
 INBOX_PAGE_SIZE = 20
 

@@ -1,8 +1,8 @@
 """Team pages: the request form, the task page, the dashboard. Each view checks
 the login, validates input and calls one model method; the dashboard's queries
-live in codex.tasks.dashboard. The escalation inbox is in
-codex.tasks.page_inbox, the task page's phase table in codex.tasks.page_phases,
-its buttons and forms in codex.tasks.page_actions and codex.tasks.page_people.
+live in codex.tasks.pages.dashboard. The escalation inbox is in
+codex.tasks.pages.inbox, the task page's phase table in codex.tasks.pages.phases,
+its buttons and forms in codex.tasks.pages.actions and codex.tasks.pages.people.
 
 Everything shown here may come from agents or GitHub issues, so it is
 escaped by the templates; Markdown goes through `render_markdown`, which
@@ -33,7 +33,6 @@ from codex.accounts.permissions import (
 from codex.events.models import Event, EventKind
 from codex.fleet.models import AgentRun, LiveOutput
 from codex.fleet.readiness import installation_blockers
-from codex.tasks import dashboard as dashboard_queries
 from codex.tasks.forms import EscalationAnswerForm, TaskRequestForm, new_form_token
 from codex.tasks.models import (
     Artifact,
@@ -42,12 +41,13 @@ from codex.tasks.models import (
     Status,
     Task,
 )
-from codex.tasks.outcome import pull_request_link, task_outcome
-from codex.tasks.page_actions import may_answer, page_actions
-from codex.tasks.page_people import people_context
-from codex.tasks.page_phases import held_since, phase_rows
-from codex.tasks.reports_view import review_view, verification_view
-from codex.tasks.safe_markdown import render_markdown
+from codex.tasks.pages import dashboard as dashboard_queries
+from codex.tasks.pages.actions import may_answer, page_actions
+from codex.tasks.pages.markdown import render_markdown
+from codex.tasks.pages.outcome import pull_request_link, task_outcome
+from codex.tasks.pages.people import people_context
+from codex.tasks.pages.phases import held_since, phase_rows
+from codex.tasks.pages.reports import review_view, verification_view
 
 # The page shows the latest events; older ones are in the console.
 TIMELINE_LIMIT = 500
