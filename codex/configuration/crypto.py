@@ -17,6 +17,7 @@ import base64
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
@@ -29,7 +30,34 @@ MASK = "••••"
 # Below this length even four characters give away too much of a secret.
 MIN_LENGTH_TO_SHOW_TAIL = 12
 
-__all__ = ["InvalidToken", "decrypt", "encrypt", "fernet", "mask", "rotate"]
+__all__ = [
+    "InvalidToken",
+    "decrypt",
+    "encrypt",
+    "encrypted_elsewhere",
+    "fernet",
+    "mask",
+    "register_encrypted",
+    "rotate",
+]
+
+
+# Other apps' encrypted rows, re-encrypted with the settings' secrets by
+# `rotate_secrets`: label (plural, as said to the operator) -> a function
+# re-encrypting them all and answering how many. Registered from ready().
+_ENCRYPTED_ELSEWHERE: dict[str, Callable[[], int]] = {}
+
+
+def register_encrypted(label: str, reencrypt_all: Callable[[], int]) -> None:
+    """Have `rotate_secrets` re-encrypt an app's own encrypted rows too
+    (`label`, e.g. "cached token(s)"), so that the configuration app need not
+    know the app."""
+    _ENCRYPTED_ELSEWHERE[label] = reencrypt_all
+
+
+def encrypted_elsewhere() -> dict[str, Callable[[], int]]:
+    """The other apps' re-encryptions, by label."""
+    return dict(_ENCRYPTED_ELSEWHERE)
 
 
 class SecretUnreadable(Exception):

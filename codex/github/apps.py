@@ -13,8 +13,12 @@ class GitHubConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Give the GitHub client its token source (codex.github.tokens)."""
+        """Give the GitHub client its token source (codex.github.tokens), and
+        have `rotate_secrets` re-encrypt the cached tokens."""
+        from codex.configuration.crypto import register_encrypted
+        from codex.github.models import GitHubToken
         from codex.github.tokens import CodexTokens
         from integrations.github.tokens import use_token_source
 
         use_token_source(CodexTokens())
+        register_encrypted("cached token(s)", GitHubToken.reencrypt_all)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from codex.configuration.crypto import SecretUnreadable
+from codex.configuration.crypto import SecretUnreadable, encrypted_elsewhere
 from codex.configuration.models import Setting
 from codex.events.models import Event, EventKind
-from codex.github.models import GitHubToken
 
 
 class Command(BaseCommand):
@@ -19,8 +18,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
-            settings_count = Setting.objects.reencrypt_all()
-            tokens_count = GitHubToken.reencrypt_all()
+            counts = {"secret setting(s)": Setting.objects.reencrypt_all()}
+            # The apps keeping encrypted rows of their own (the GitHub token
+            # cache) registered them (codex.configuration.crypto).
+            for label, reencrypt_all in encrypted_elsewhere().items():
+                counts[label] = reencrypt_all()
         except SecretUnreadable as exc:
             raise CommandError(str(exc)) from exc
         Event.log(
@@ -28,9 +30,7 @@ class Command(BaseCommand):
             actor="command:rotate_secrets",
             reason="secrets re-encrypted with the current key",
             subject="configuration:keys",
-            data={"settings": settings_count, "tokens": tokens_count},
+            data={"counts": counts},
         )
-        self.stdout.write(
-            f"Re-encrypted {settings_count} secret setting(s) and "
-            f"{tokens_count} cached token(s) with the current key."
-        )
+        said = " and ".join(f"{count} {label}" for label, count in counts.items())
+        self.stdout.write(f"Re-encrypted {said} with the current key.")
