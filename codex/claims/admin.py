@@ -20,6 +20,7 @@ from codex.claims.models import (
 from codex.claims.models.backlog import ACTIVE_STATES
 from codex.core.admin import CodexFSMAdminMixin
 from codex.core.store import VersionConflict
+from codex.github.models import GitHubProject
 from codex.tasks.models import TERMINAL_STATUSES
 
 
@@ -364,3 +365,30 @@ class BoardItemAdmin(PerformTransitionsMixin, admin.ModelAdmin):
     @admin.display(ordering="project__repository__url")
     def repository(self, item: BoardItem):
         return item.project.repository
+
+
+class BoardItemInline(admin.TabularInline):
+    model = BoardItem
+    fields = ["issue_number", "item_id", "status", "added_at", "status_updated_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(GitHubProject)
+class GitHubProjectAdmin(admin.ModelAdmin):
+    list_display = [
+        "repository",
+        "project_number",
+        "project_id",
+        "status_field_id",
+        "updated_at",
+    ]
+    list_select_related = ["repository"]
+    search_fields = ["project_id", "repository__url"]
+    show_full_result_count = False
+    inlines = [BoardItemInline]

@@ -1,16 +1,15 @@
 """The operator console's view of what Codex keeps of GitHub: the cached
-issues and token (read-only; a token is only ever shown masked), the Projects
-boards with their items, and the App's installations."""
+issues and token (read-only; a token is only ever shown masked) and the App's
+installations. The Projects boards, shown with their items, are the claims
+app's pages (codex.claims.admin)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from codex.claims.models import BoardItem
 from codex.github.models import (
     GitHubInstallation,
     GitHubIssue,
-    GitHubProject,
     GitHubToken,
 )
 
@@ -85,33 +84,6 @@ class GitHubTokenAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
-
-
-class BoardItemInline(admin.TabularInline):
-    model = BoardItem
-    fields = ["issue_number", "item_id", "status", "added_at", "status_updated_at"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-
-@admin.register(GitHubProject)
-class GitHubProjectAdmin(admin.ModelAdmin):
-    list_display = [
-        "repository",
-        "project_number",
-        "project_id",
-        "status_field_id",
-        "updated_at",
-    ]
-    list_select_related = ["repository"]
-    search_fields = ["project_id", "repository__url"]
-    show_full_result_count = False
-    inlines = [BoardItemInline]
 
 
 @admin.register(GitHubInstallation)
