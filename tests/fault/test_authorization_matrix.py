@@ -208,7 +208,16 @@ def _registered_labels() -> set[str]:
 
 def admin_patterns() -> dict[str, str]:
     """Admin pattern → kind ("site", "open", "model")."""
-    apps = "|".join(dict.fromkeys(label.split("/")[0] for label in ADMIN_MODELS))
+    # In the order the admin registered them (an app may register another
+    # app's model: the claims app shows the GitHub Projects boards).
+    labels = {label.split("/")[0] for label in ADMIN_MODELS}
+    apps = "|".join(
+        dict.fromkeys(
+            m._meta.app_label
+            for m in admin.site._registry
+            if m._meta.app_label in labels
+        )
+    )
     table = {p.format(apps=apps) if "{apps}" in p else p: "site" for p in ADMIN_SITE}
     table.update(dict.fromkeys(ADMIN_OPEN, "open"))
     for label, transitions in ADMIN_MODELS.items():
