@@ -55,6 +55,13 @@ class TaskQuerySet(VersionedQuerySet):
     def active(self) -> TaskQuerySet:
         return self.exclude(status__in=TERMINAL_STATUSES)
 
+    def blocked_for_a_person(self) -> TaskQuerySet:
+        """Blocked tasks with no retry time: nothing retries them until a
+        person unblocks them (docs/domain/tasks.md#retries), oldest first."""
+        return self.filter(status="blocked", blocked_until__isnull=True).order_by(
+            "phase_entered_at", "id"
+        )
+
     def with_repository(self, task_id: str) -> Task | None:
         """The task `task_id` with its repository, or None: every step of every
         task starts here, so the query is compiled once per worker

@@ -114,11 +114,9 @@ def _update_task(
         with transaction.atomic():
             task.pr_merged = True
             task.record(EventKind.WEBHOOK, by=context.actor, reason=reason, data=data)
-            if task.status == Status.AWAITING_APPROVAL and can_proceed(
-                task.notice_merge
-            ):
+            if task.status == Status.ESCALATED and can_proceed(task.notice_merge):
                 # A person merged what waited at the merge gate (docs/gates.md).
-                task.notice_merge(by=context.actor, reason=reason)
+                task.take_merge(by=context.actor, reason=reason)
             task.save(release_lease=True)
             if task.status == Status.IN_PROGRESS:
                 enqueue_on_commit(ADVANCE_JOB, task.task_id)

@@ -98,7 +98,6 @@ def test_numbers_match_the_data(data):
         "blocked": 0,
         "escalated": 1,
         "paused": 0,
-        "awaiting_approval": 0,
         "completed": 3,
         "failed": 2,
         "cancelled": 1,
