@@ -193,6 +193,7 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
                     "summary": "Small and clear.",
                     "comments": [],
                     "good": ["The change comes with a test of its own."],
+                    "security": {"vulnerabilities_found": 0, "items": []},
                 }
             )
         ],

@@ -182,10 +182,37 @@ def task_envelope_yaml(
     return header + body
 
 
+def _objects(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if value else []
+
+
+# The verification report's keys, in the format's order
+# (docs/domain/tasks.md#verification-report).
+FAILURE_KEYS = ("name", "error", "file", "line")
+CRITERION_KEYS = ("criterion", "status", "evidence")
+FEEDBACK_ITEM_KEYS = ("severity", "description", "file", "line", "suggestion")
+
+
+def _feedback_item(item: Any) -> dict[str, Any]:
+    """A feedback item as the format's object; QA's items written as plain
+    text are the description."""
+    if not isinstance(item, dict):
+        item = {"description": str(item)}
+    return {key: item.get(key) for key in FEEDBACK_ITEM_KEYS}
+
+
 def verification_report(report: VerificationReport) -> dict[str, Any]:
     """A verification report as its `report-<cycle>.yml` (the storage layout's
     agent-verification/<task id>/report-<n>.yml), key for key
-    (docs/domain/tasks.md#verification-report)."""
+    (docs/domain/tasks.md#verification-report): only the format's fields,
+    each as QA and the real test runs recorded it."""
+    feedback = report.feedback if isinstance(report.feedback, dict) else {}
+    criteria = []
+    for entry in _objects(report.acceptance_criteria):
+        criterion = {key: entry.get(key) for key in CRITERION_KEYS}
+        if entry.get("issue_ref"):
+            criterion["issue_ref"] = entry["issue_ref"]
+        criteria.append(criterion)
     return {
         "task_id": report.task.task_id,
         "pr_url": report.pr_url or None,
@@ -198,39 +225,69 @@ def verification_report(report: VerificationReport) -> dict[str, Any]:
                 "skipped": report.tests_skipped,
                 "total": report.tests_total,
             },
-            "failures": list(report.failures),
+            "failures": [
+                {key: failure.get(key) for key in FAILURE_KEYS}
+                for failure in _objects(report.failures)
+            ],
         },
-        "acceptance_criteria": list(report.acceptance_criteria),
+        "acceptance_criteria": criteria,
         "recommendation": report.recommendation,
-        "feedback": dict(report.feedback),
+        "feedback": {
+            "priority": feedback.get("priority"),
+            "summary": feedback.get("summary"),
+            "items": [_feedback_item(item) for item in feedback.get("items") or []],
+        },
     }
+
+
+# The review report's keys, in the format's order
+# (docs/domain/tasks.md#review-report).
+REVIEW_COMMENT_KEYS = (
+    "id",
+    "severity",
+    "file",
+    "line",
+    "issue",
+    "suggestion",
+    "category",
+)
+VULNERABILITY_KEYS = ("type", "description", "severity", "file", "line")
+REVIEW_FEEDBACK_KEYS = (
+    "blocking_count",
+    "suggestion_count",
+    "priority_order",
+    "message",
+)
 
 
 def review_report(report: ReviewReport) -> dict[str, Any]:
     """A review report as its `report-<cycle>.yml` (agent-review/<task
-    id>/report-<n>.yml), key for key (docs/domain/tasks.md#review-report)."""
-    comments = list(report.comments)
-    security = {
-        "vulnerabilities_found": len((report.security or {}).get("items", [])),
-        **(report.security or {}),
-    }
-    feedback = {
-        "blocking_count": report.blocking_count,
-        "suggestion_count": sum(
-            1 for comment in comments if comment.get("severity") == "suggestion"
-        ),
-        "priority_order": [c["id"] for c in comments if c.get("id")],
-        **(report.feedback or {}),
-    }
+    id>/report-<n>.yml), key for key (docs/domain/tasks.md#review-report).
+
+    Every value is the report's own, as the reviewer (and a person's review
+    on the pull request) wrote it: nothing is counted here from a field the
+    reviewer does not write. A section the reviewer did not give is null,
+    never a pass."""
+    security = report.security if isinstance(report.security, dict) else {}
+    feedback = report.feedback if isinstance(report.feedback, dict) else {}
     return {
         "task_id": report.task.task_id,
         "pr_url": report.pr_url or None,
         "created_at": _timestamp(report.created_at),
         "cycle": report.cycle,
         "assessment": report.assessment,
-        "comments": comments,
-        "security": security,
-        "feedback": feedback,
+        "comments": [
+            {key: comment.get(key) for key in REVIEW_COMMENT_KEYS}
+            for comment in _objects(report.comments)
+        ],
+        "security": {
+            "vulnerabilities_found": security.get("vulnerabilities_found"),
+            "items": [
+                {key: item.get(key) for key in VULNERABILITY_KEYS}
+                for item in _objects(security.get("items"))
+            ],
+        },
+        "feedback": {key: feedback.get(key) for key in REVIEW_FEEDBACK_KEYS},
     }
 
 

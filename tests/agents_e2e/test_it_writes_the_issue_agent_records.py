@@ -59,6 +59,7 @@ REVIEWED = submit(
         "summary": "Small and clear.",
         "comments": [],
         "good": ["The test names the case it checks."],
+        "security": {"vulnerabilities_found": 0, "items": []},
     }
 )
 
@@ -156,6 +157,7 @@ def test_a_reviewer_lacking_information_asks_a_person(agent_settings, stub, repo
                 "summary": "Should mul accept floats?",
                 "comments": [],
                 "questions": ["Should mul accept floats, or ints only?"],
+                "security": {"vulnerabilities_found": 0, "items": []},
             }
         ),
     )

@@ -248,11 +248,9 @@ def _merge_human_review(report: ReviewReport, human: dict) -> None:
             "category": "human_review",
         }
     )
-    feedback["blocking_count"] = sum(
-        1 for comment in comments if comment.get("severity") == "blocking"
-    )
     feedback.setdefault("message", human["body"])
     report.comments = comments
     report.feedback = feedback
+    report.tally_comments()
     report.assessment = Recommendation.REQUEST_CHANGES
     report.save(update_fields=["comments", "feedback", "assessment"])
