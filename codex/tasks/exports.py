@@ -68,7 +68,9 @@ def _phases(task: Task) -> dict[str, dict[str, Any]]:
         for key in ("started_at", "completed_at"):
             if entry.get(key):
                 out[key] = _timestamp(entry[key])
-        if entry.get("agent_invocations"):
+        # The implementation phase has no agent_invocations in the envelope:
+        # its progress is the tasks done and the commits.
+        if entry.get("agent_invocations") and phase != Phase.IMPLEMENTATION:
             out["agent_invocations"] = entry["agent_invocations"]
         if phase == Phase.INTAKE and out["status"] != "pending":
             out["output_path"] = _storage_path(task, "spec.md")
@@ -316,7 +318,7 @@ def issue_state(task: Task) -> dict[str, Any]:
     analysis = _one_to_one(task, "analysis")
     build = task.build_results.order_by("-cycle").first()
     review = task.latest_review_report()
-    attempt = 1 + task.verification_cycles + task.review_cycles
+    attempt = writer_attempt(task)
     writer = _writer_record(task)
     return {
         "version": "1.0",
@@ -331,6 +333,14 @@ def issue_state(task: Task) -> dict[str, Any]:
         "communication": _communication_section(task),
         "learnings": _learnings_section(task),
     }
+
+
+def writer_attempt(task: Task) -> int:
+    """The writer's attempt (docs/domain/tasks.md#exports): 1, plus the times
+    the loop that sent the work back most often did so. Each loop sends it
+    back fewer times than its own limit (its last report escalates), so the
+    attempt never passes `max_attempts`, the larger of the two limits (3)."""
+    return 1 + max(task.verification_cycles, task.review_cycles)
 
 
 def _issue_section(task: Task, triage: Any) -> dict[str, Any]:
@@ -357,7 +367,7 @@ def _pipeline_section(task: Task, attempt: int) -> dict[str, Any]:
         "started_at": _timestamp(task.created_at),
         "current_agent": PHASE_TO_003_AGENT[task.phase],
         "attempt": attempt,
-        "max_attempts": 1 + task.verification_max_cycles + task.review_max_cycles,
+        "max_attempts": max(task.verification_max_cycles, task.review_max_cycles),
         "status": STATUS_TO_003[task.status],
     }
     if task.status == Status.BLOCKED:
@@ -382,13 +392,51 @@ def _analysis_section(analysis: Any) -> dict[str, Any]:
     """The analyst's brief for the writer, empty until there is one."""
     return {
         "completed": analysis is not None,
-        "files": analysis.files if analysis else [],
+        "files": [
+            {key: entry.get(key) for key in ("path", "purpose", "action")}
+            for entry in _objects(analysis.files if analysis else [])
+        ],
         "patterns": analysis.patterns if analysis else [],
-        "test_requirement": analysis.test_requirement if analysis else {},
+        "test_requirement": _test_requirement(analysis),
         "must_do": analysis.must_do if analysis else [],
         "must_not_do": analysis.must_not_do if analysis else [],
         "brief": analysis.brief if analysis else None,
     }
+
+
+TEST_REQUIREMENT_KEYS = ("required", "type", "location", "description")
+
+
+def _test_requirement(analysis: Any) -> dict[str, Any]:
+    """The analyst's test requirement with the format's four keys, null
+    where it said nothing (a fresh task's too)."""
+    given = analysis.test_requirement if analysis else {}
+    given = given if isinstance(given, dict) else {}
+    return {key: given.get(key) for key in TEST_REQUIREMENT_KEYS}
+
+
+# What the writer's record says it did to a file, as the change's description.
+CHANGE_DESCRIPTIONS = {
+    "create": "created",
+    "modify": "modified",
+    "delete": "deleted",
+    "rename": "renamed",
+}
+
+
+def _changes(writer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The writer's changes as the format's {file, description}: its own
+    description when it gave one, else what it did to the file."""
+    changes = []
+    for change in writer.get("changes") or []:
+        if not isinstance(change, dict):
+            continue
+        action = str(change.get("action") or "")
+        description = change.get("description") or CHANGE_DESCRIPTIONS.get(
+            action, action or None
+        )
+        changes.append({"file": change.get("file"), "description": description})
+    return changes
 
 
 def _writer_section(
@@ -407,7 +455,7 @@ def _writer_section(
     return {
         "completed": past_writer or task.status == Status.COMPLETED,
         "attempt": attempt,
-        "changes": writer.get("changes") or [],
+        "changes": _changes(writer),
         "test_written": bool(writer.get("test_files"))
         or bool(analysis and analysis.test_requirement.get("required")),
         "test_file": (writer.get("test_files") or [None])[0]
@@ -427,8 +475,28 @@ def _build_section(build: Any) -> dict[str, Any]:
         "lint_passed": build.lint_passed if build else False,
         "type_check_passed": build.type_check_passed if build else False,
         "errors": build.errors if build else [],
-        "commands_run": build.commands_run if build else [],
+        "commands_run": [
+            {key: entry.get(key) for key in ("command", "exit_code", "output")}
+            for entry in _objects(build.commands_run if build else [])
+        ],
     }
+
+
+def _feedback_for_writer(task: Task, review: ReviewReport | None) -> str | None:
+    """What the writer is sent back with: the reviewer's message when it
+    rejected the change, or the build's (verification's) summary when it
+    failed after the last review; null otherwise, an approval included."""
+    verification = task.latest_verification_report()
+    build_failed_last = (
+        verification is not None
+        and verification.recommendation == "request_changes"
+        and (review is None or verification.created_at > review.created_at)
+    )
+    if build_failed_last:
+        return (verification.feedback or {}).get("summary") or None
+    if review is not None and review.assessment == "request_changes":
+        return (review.feedback or {}).get("message") or None
+    return None
 
 
 def _review_section(task: Task, review: ReviewReport | None) -> dict[str, Any]:
@@ -452,7 +520,7 @@ def _review_section(task: Task, review: ReviewReport | None) -> dict[str, Any]:
                 for comment in (review.comments if review else [])
             ],
         },
-        "feedback_for_writer": (review.feedback.get("message") if review else None),
+        "feedback_for_writer": _feedback_for_writer(task, review),
     }
 
 
