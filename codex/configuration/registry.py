@@ -258,6 +258,15 @@ KEYS: dict[str, ConfigKey] = {
             why="1 minute to a week",
         ),
         ConfigKey(
+            "children.consolidation_pr",
+            ValueType.BOOLEAN,
+            False,
+            "When a parent's analysis merges two or more children: merge their "
+            "branches into one consolidation pull request instead of merging "
+            "each child's in order (docs/children.md).",
+            env="CODEX_CHILDREN_CONSOLIDATION_PR",
+        ),
+        ConfigKey(
             "claims.ttl_minutes",
             ValueType.INTEGER,
             30,
