@@ -370,11 +370,23 @@ def _pipeline_section(task: Task, attempt: int) -> dict[str, Any]:
         "max_attempts": max(task.verification_max_cycles, task.review_max_cycles),
         "status": STATUS_TO_003[task.status],
     }
-    if task.status == Status.BLOCKED:
-        pipeline["blocked_reason"] = task.blocked_reason
+    if pipeline["status"] == "blocked":
+        pipeline["blocked_reason"] = _blocked_reason(task)
     if task.status in (Status.FAILED, Status.CANCELLED) and task.errors:
         pipeline["failure_reason"] = task.errors[-1].get("message")
     return pipeline
+
+
+def _blocked_reason(task: Task) -> str:
+    """Why the pipeline is "blocked": the block's reason, the open
+    escalation's (a gate's included: what the person is asked), or the
+    pause."""
+    if task.status == Status.BLOCKED:
+        return task.blocked_reason
+    if task.status == Status.PAUSED:
+        return "paused on request"
+    escalation = task.escalations.open().first()
+    return escalation.detail if escalation is not None else ""
 
 
 def _triage_section(triage: Any) -> dict[str, Any]:

@@ -118,6 +118,8 @@ def test_a_capped_task_is_not_approved_but_goes_on_when_the_cap_is_raised(
         "system:gate-check",
     )
     assert escalation.consumed_at is not None
+    # Not a person's answer for the next agent: the gate's decision.
+    assert not task.escalations.answered_in(task.phase).exists()
     run_steps(task)
     assert task.status == "completed"
 

@@ -109,9 +109,12 @@ class EscalationQuerySet(models.QuerySet):
 
     def answered_in(self, phase: str) -> EscalationQuerySet:
         """Escalations of `phase` a person answered and let go on (their
-        answers or note go to that phase's agent), oldest first."""
+        answers or note go to that phase's agent), oldest first. A gate's
+        is not among them: its decision is the gate's (a plan sent back
+        reaches the planner as feedback)."""
         return (
             self.filter(phase=phase, decision=Decision.RESUME)
+            .exclude(reason__in=GATE_REASONS.values())
             .exclude(answers=[], resolution="")
             .order_by("resolved_at", "id")
         )
