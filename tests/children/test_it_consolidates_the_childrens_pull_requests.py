@@ -14,11 +14,10 @@ import pytest
 from agents.demo import create_bare_repository, git
 from codex.children.consolidation import consolidate, consolidation_wanted
 from codex.children.execute import consolidation_line
-from codex.children.models import Child, CompletionAnalysis
+from codex.children.models import Child, CompletionAnalysis, FanOut
 from codex.configuration.models import Setting
 from codex.repositories.local_forge import LocalForge
 from codex.repositories.models import LocalPullRequest, Repository
-from tests.children.factories import make_fan_out
 from tests.factories import make_task, put_in_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,10 +47,10 @@ def forge(tmp_path, settings):
 def fan_out_with(forge, files_by_child: dict[str, dict[str, str]]):
     """A fan-out of the forge's repository whose children opened a pull
     request each, and an analysis that merges them all (MERGE_ALL)."""
-    row = make_fan_out(len(files_by_child))
-    row.parent.repository = forge.repository
-    type(row.parent).objects.filter(pk=row.parent.pk).update(
-        repository=forge.repository
+    row = FanOut.objects.start(
+        make_task(forge.repository),
+        expected_child_count=len(files_by_child),
+        by="test",
     )
     numbers = []
     for child_id, files in files_by_child.items():
