@@ -2,7 +2,8 @@
 first, each with the one action that helps and its answer form (gates
 included: a plan or merge approval, a spend cap, answered with the gate's own
 decisions and rules, docs/gates.md), then the tasks blocked until a person
-unblocks them, with their reason and the Retry button. And the answer
+unblocks them, with their reason and the Retry button, and the paused ones
+with Resume. And the answer
 itself (the task resumes, fails or is cancelled, or the gate is decided). A
 stale form gets a message saying what happened, not an error.
 """
@@ -32,6 +33,7 @@ BLOCKED_STEP = (
     "Fix what the reason says (a setting, a credential, the forge), then retry "
     "it now: nothing retries it on its own."
 )
+PAUSED_STEP = "Resume it when it should go on, or cancel it."
 
 
 def open_escalations() -> QuerySet[Escalation]:
@@ -57,7 +59,7 @@ def _render_inbox(
     if bound is not None and all(f is not bound for f in forms):
         forms.insert(0, bound)  # keep the person's input even on another page
     blocked = list(
-        Task.objects.blocked_for_a_person().select_related("repository")[
+        Task.objects.held_for_a_person().select_related("repository")[
             : BLOCKED_SHOWN + 1
         ]
     )
@@ -70,8 +72,9 @@ def _render_inbox(
             "blocked": blocked[:BLOCKED_SHOWN],
             "blocked_count": len(blocked)
             if len(blocked) <= BLOCKED_SHOWN
-            else Task.objects.blocked_for_a_person().count(),
+            else Task.objects.held_for_a_person().count(),
             "blocked_step": BLOCKED_STEP,
+            "paused_step": PAUSED_STEP,
             "may_retry": may_control(request.user),
         },
         status=status,
@@ -82,7 +85,8 @@ def _render_inbox(
 @require_safe
 def inbox(request: HttpRequest) -> HttpResponse:
     """Everything waiting for a person: open escalations, newest first, each
-    with its answer form, and the tasks blocked until a person unblocks them."""
+    with its answer form, and the tasks blocked until a person unblocks them
+    or paused."""
     return _render_inbox(request)
 
 

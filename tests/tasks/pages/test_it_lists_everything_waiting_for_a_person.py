@@ -137,7 +137,7 @@ def test_blocked_tasks_that_wait_for_a_person_are_listed_with_retry(client):
     assert "nothing retries it on its own" in text
     assert reverse("pages:task_action", args=[stuck.task_id, "retry"]) in text
     assert "Retries by itself" not in text
-    assert "1 task blocked until a person unblocks it" in text
+    assert "1 task blocked or paused until a person acts" in text
 
     client.post(reverse("pages:task_action", args=[stuck.task_id, "retry"]))
     stuck.refresh_from_db()
@@ -148,3 +148,12 @@ def test_a_team_member_sees_the_blocked_task_and_who_retries_it(member_client):
     put_in_state(make_task(title="Needs a key"), "blocked", "intake")
     text = member_client.get(INBOX).content.decode()
     assert "Needs a key" in text and "An operator retries it" in text
+
+
+def test_a_paused_task_is_listed_with_resume(client):
+    client.force_login(make_user("olivia", is_staff=True))
+    paused = put_in_state(make_task(title="On hold"), "paused", "implementation")
+    text = client.get(INBOX).content.decode()
+    assert f'id="blocked-{paused.task_id}"' in text
+    assert "Resume it when it should go on" in text
+    assert reverse("pages:task_action", args=[paused.task_id, "resume"]) in text
