@@ -193,6 +193,7 @@ def conversation(change: ScriptedChange) -> dict[str, list]:
                     "summary": "Small and clear.",
                     "comments": [],
                     "good": ["The change comes with a test of its own."],
+                    "security": {"vulnerabilities_found": 0, "items": []},
                 }
             )
         ],
@@ -368,7 +369,7 @@ def run_demo(root: Path, out: Callable[[str], None] = print) -> DemoResult:
                 out(f"  step {len(result.steps)}: {phase:<15} -> {done}")
                 task.refresh_from_db()
                 update_progress_comment(task.task_id)  # the scheduled job's work
-                if task.status == Status.AWAITING_APPROVAL:
+                if task.status == Status.ESCALATED and task.open_gate is not None:
                     approve_as_reviewer(task, out)
                     continue
                 if task.status not in (Status.PENDING, Status.IN_PROGRESS):
@@ -389,15 +390,17 @@ DEMO_REVIEWER = "user:demo-reviewer"
 
 
 def approve_as_reviewer(task, out: Callable[[str], None]) -> None:
-    """The demo's reviewer approves the gate the task waits at (the
-    requester could not: docs/gates.md)."""
-    from codex.tasks.models import Decider, GateDecision
+    """The demo's reviewer answers the escalation of the gate the task waits
+    at with an approval, as in the inbox (the requester could not:
+    docs/gates.md)."""
+    from codex.tasks.models import Decision
 
     gate = task.open_gate
-    out(f"  waiting: {gate.reason}")
-    task.decide_gate(
-        GateDecision.APPROVED,
-        decider=Decider(DEMO_REVIEWER, may_approve=True),
+    out(f"  escalated ({gate.escalation.get_reason_display().lower()}): {gate.reason}")
+    task.resolve_escalation(
+        gate.escalation,
+        decision=Decision.APPROVE,
+        by=DEMO_REVIEWER,
         subject=gate.subject,
     )
     out(f"  approved by {DEMO_REVIEWER} at {gate.subject[:12]}")

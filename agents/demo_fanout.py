@@ -9,9 +9,14 @@ out: a local-forge issue for the parent, one task per child. Each child runs
 all six phases in its own worktree with its own coding instance; at release
 it reports on the parent's issue ("🤖 Child C1 complete: PR #n ready for
 review") and waits. With both reports in, the completion analysis asks the
-scripted Claude, which answers MERGE_ALL; the pull requests merge into main
-in order, the analysis is posted on the parent's issue, the children
-complete and so does the parent.
+scripted Claude, which answers MERGE_ALL. The demo turns the consolidation
+option on (children.consolidation_pr, off by default: docs/children.md): the
+children's branches are merged into one branch and one consolidation pull
+request referencing both children's opens and merges (the analysis's
+final_pr_number); the children's pull requests are then found merged with
+it. The analysis, with its consolidation decision, is posted on the
+parent's issue, the children complete and so does the parent. Each child
+works on a local-forge issue of its own, which its runs record as worked.
 
 The steps run here, one at a time, in the order the workers would take them
 (the next-step jobs are collected instead of enqueued); the reports and the
@@ -244,7 +249,12 @@ def run_fanout_demo(root: Path, out: Callable[[str], None] = print) -> FanOutDem
     out(f"Sample repository: {repository.url} (local forge)")
     pending: deque[str] = deque()
     with ModelStub(responder=responder) as stub:  # noqa: SIM117 (stub.url)
-        with override_settings(**demo_settings(root, stub.url)), jobs_run_here(pending):
+        with (
+            override_settings(
+                **demo_settings(root, stub.url), CODEX_CHILDREN_CONSOLIDATION_PR=True
+            ),
+            jobs_run_here(pending),
+        ):
             parent, _ = Task.objects.create_from_request(
                 repository=repository,
                 title=TITLE,
@@ -300,10 +310,14 @@ def report(result: FanOutDemoResult, out: Callable[[str], None]) -> None:
         out(f"  {first[:100]}")
     analysis = getattr(fan_out, "analysis", None)
     if analysis is not None:
+        from codex.children.execute import consolidation_line
+
         out(
             f"Analysis: {analysis.merge_strategy} by {analysis.decided_by}, "
             f"merge {', '.join(f'#{n}' for n in analysis.prs_to_merge) or 'nothing'}"
         )
+        out(f"  {consolidation_line(analysis)}")
+        out(f"  final_pr_number: {analysis.final_pr_number}")
     out(f"main in {result.bare}:")
     for line in result.main_log.splitlines()[:10]:
         out(f"  {line}")

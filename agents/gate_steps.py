@@ -4,8 +4,8 @@
 - approval: Codex merges only what a person with write access, other than the
   requester and never Codex, approved at the pull request's head commit:
   on the task page (any forge) or by an approving review on GitHub (read here
-  and from the review webhook); until then the task waits in
-  awaiting_approval with the reason;
+  and from the review webhook); until then the task waits, escalated with
+  the gate's merge-approval escalation and the reason;
 - manual: a person merges; the task waits until the merge is noticed (the
   pull_request webhook, or this step finding the pull request merged).
 """

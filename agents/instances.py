@@ -23,9 +23,11 @@ machine:
 
 - the review phase spawns its reviewer with `spawn_review`: the coding
   instance goes to waiting_review and the spawned_review relationship counts
-  the iteration (the configured review.max_iterations applies; when the coding
-  instance cannot take another review, the reviewer still runs, as a child
-  without the relationship, and the event says why);
+  the iteration. The configured review.max_iterations binds: past it the
+  review is refused (ReviewLimitReached, out of the step: the task escalates
+  with the reason, codex.tasks.jobs); when the coding instance cannot take a
+  review for another reason (its status), the reviewer still runs, as a child
+  without the relationship, and the event says why;
 - an approving review moves the coding instance to pr_created with the task's
   pull request (the instance model creates it after the review; Codex
   opens it as a draft earlier, and counts it "created" when it is ready), and

@@ -1,6 +1,9 @@
 """Reviewer (review): reads the diff and writes the review report
-(docs/domain/tasks.md#review-report) with blocking and suggestion comments
-and security findings.
+(docs/domain/tasks.md#review-report) with blocking and suggestion comments,
+each with its category, and the security scan: how many vulnerabilities it
+found and each one as {type (a CWE id), description, severity, file, line}.
+The report keeps what the reviewer said, and the feedback's counts and
+priority order come from its own comments.
 
 The comments are also posted on the pull request
 (CODEX_REVIEW_POST_COMMENTS, default on): `review_body` renders them as one
@@ -42,15 +45,33 @@ diff against the base branch is in the task description; read the surrounding
 code in the worktree where you need it. In a later cycle, the developer's
 answers to the previous findings (feedback-responses.md) say what was fixed
 and why anything was not: check each answer against the diff. Comment on
-correctness, clarity, tests and security. A comment is "blocking" when the
-change must not be merged without fixing it, else a "suggestion". Approve only
-without blocking comments. List in good what the change does well (kept in
-the record, and worth keeping in later changes). When you cannot judge the
-change without an answer only a person has (an unclear requirement, a design
-choice the request leaves open), set assessment to needs_info with the
-questions: a person answers before the review goes on.
+correctness, clarity, tests and security, and give each comment its category.
+A comment is "blocking" when the change must not be merged without fixing it,
+else a "suggestion". Approve only without blocking comments. Scan the change
+for vulnerabilities: report each in security.items with its CWE id (e.g.
+CWE-89 for SQL built from user input), and set vulnerabilities_found to how
+many you list (0 when none); each vulnerability is also a comment of category
+security, blocking unless its severity is low. List in good what the change
+does well (kept in the record, and worth keeping in later changes). When you
+cannot judge the change without an answer only a person has (an unclear
+requirement, a design choice the request leaves open), set assessment to
+needs_info with the questions: a person answers before the review goes on.
 
 {COMMON_RULES}"""
+
+# Comment categories: the format's "security" and "maintainability" and the
+# other things a review looks at (docs/domain/tasks.md#review-report).
+CATEGORIES = (
+    "correctness",
+    "security",
+    "performance",
+    "maintainability",
+    "tests",
+    "documentation",
+    "style",
+)
+VULNERABILITY_SEVERITIES = ("critical", "high", "medium", "low")
+CWE = r"^CWE-[0-9]{1,5}$"
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -72,20 +93,40 @@ SCHEMA: dict[str, Any] = {
                     "line": {"type": "integer"},
                     "issue": {"type": "string"},
                     "suggestion": {"type": "string"},
+                    "category": {"type": "string", "enum": list(CATEGORIES)},
                 },
-                "required": ["severity", "issue"],
+                "required": ["severity", "issue", "category"],
             },
         },
         "security": {
             "type": "object",
             "properties": {
-                "issues_found": {"type": "boolean"},
-                "findings": {"type": "array", "items": {"type": "string"}},
+                "vulnerabilities_found": {"type": "integer", "minimum": 0},
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "pattern": CWE},
+                            "description": {"type": "string"},
+                            "severity": {
+                                "type": "string",
+                                "enum": list(VULNERABILITY_SEVERITIES),
+                            },
+                            "file": {"type": "string"},
+                            "line": {"type": "integer"},
+                        },
+                        "required": ["type", "description", "severity"],
+                    },
+                },
             },
+            "required": ["vulnerabilities_found", "items"],
         },
     },
-    "required": ["assessment", "summary", "comments"],
+    "required": ["assessment", "summary", "comments", "security"],
 }
+COMMENT_KEYS = ("id", "severity", "file", "line", "issue", "suggestion", "category")
+VULNERABILITY_KEYS = ("type", "description", "severity", "file", "line")
 
 INSTRUCTIONS = "Review the pull request and submit your review."
 
@@ -101,28 +142,53 @@ def to_phase_result(result: dict[str, Any], context: RoleContext) -> PhaseResult
             questions=questions,
             code="needs_clarification",
         )
-    comments = []
-    for number, comment in enumerate(result["comments"], 1):
-        comments.append({"id": f"R{number:03}", **comment})
-    blocking = sum(1 for c in comments if c["severity"] == "blocking")
+    comments = [
+        {key: comment.get(key) for key in COMMENT_KEYS} | {"id": f"R{number:03}"}
+        for number, comment in enumerate(result["comments"], 1)
+    ]
+    blocking = [c["id"] for c in comments if c["severity"] == "blocking"]
+    suggestions = [c["id"] for c in comments if c["severity"] == "suggestion"]
     assessment = result["assessment"]
     if blocking:
         assessment = "request_changes"
-    security = result.get("security") or {"issues_found": False, "findings": []}
+    security = result["security"]
     return PhaseResult(
         review={
             "assessment": assessment,
             "comments": comments,
-            "security": security,
-            # The developer's next cycle answers each comment by its id.
+            "security": {
+                "vulnerabilities_found": security["vulnerabilities_found"],
+                "items": [
+                    {key: item.get(key) for key in VULNERABILITY_KEYS}
+                    for item in security["items"]
+                ],
+            },
+            # The developer's next cycle answers each comment by its id,
+            # blocking ones first.
             "feedback": {
-                "blocking_count": blocking,
+                "blocking_count": len(blocking),
+                "suggestion_count": len(suggestions),
+                "priority_order": [*blocking, *suggestions],
                 "message": result["summary"],
-                "comments": comments,
                 "good": [str(item) for item in result.get("good") or []],
             },
         }
     )
+
+
+def check_security(submitted: dict[str, Any]) -> str:
+    """Why a submitted review's security scan contradicts itself, or "": the
+    count it gives is the number of vulnerabilities it lists."""
+    security = submitted.get("security") or {}
+    listed = len(security.get("items") or [])
+    found = security.get("vulnerabilities_found")
+    if found != listed:
+        return (
+            f"security.vulnerabilities_found is {found} but security.items lists "
+            f"{listed}: list every vulnerability you found, one item each, and "
+            "give their number"
+        )
+    return ""
 
 
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -178,10 +244,15 @@ def review_body(task_id: str, cycle: int, review: dict[str, Any]) -> str:
             if comment.get("suggestion"):
                 item += f"  \n  Suggestion: {inert(comment['suggestion'])}"
             lines.append(item)
-    findings = (review.get("security") or {}).get("findings") or []
-    if findings:
+    vulnerabilities = (review.get("security") or {}).get("items") or []
+    if vulnerabilities:
         lines += ["", "**Security**", ""]
-        lines += [f"- {inert(finding)}" for finding in findings]
+        for item in vulnerabilities:
+            entry = (
+                f"- {inert(item.get('type'), 20)} ({inert(item.get('severity'), 20)})"
+            )
+            entry += f"{_location(item)}: {inert(item.get('description'))}"
+            lines.append(entry)
     body = "\n".join(lines).strip() + "\n"
     if len(body) > BODY_MAX_CHARS:
         body = body[:BODY_MAX_CHARS] + "\n\n[cut; the full review is in Codex]\n"
@@ -248,6 +319,9 @@ class Reviewer(Role):
 
     def tools(self, step: Step) -> list[Tool]:
         return [review_inputs.diff_tool(step.worktree, step.base_ref)]
+
+    def check_submission(self, step: Step, submitted: dict[str, Any]) -> str:
+        return check_security(submitted)
 
     def finish(self, step: Step, submitted: dict[str, Any]) -> PhaseResult:
         result = self.to_phase_result(submitted, step.context)

@@ -3,7 +3,10 @@
 `carry_out(fan_out)` runs after the analysis is stored (enqueued when the
 fan-out completes) and is safe to run any number of times:
 
-1. the pull requests to merge are merged in the analysis's order, each at its
+1. with the consolidation option on (children.consolidation_pr) and two or
+   more pull requests to merge, the consolidation pull request is opened and
+   merged first (codex.children.consolidation); then the pull requests to
+   merge are merged in the analysis's order, each at its
    head (perform_once, under the same key the child's own release would use,
    so a pull request is never merged twice); the first refusal stops the rest;
 2. the analysis is posted on the parent's issue (once per distinct result);
@@ -24,6 +27,7 @@ from django.conf import settings
 from django_fsm import TransitionNotAllowed
 
 from codex.children.choices import FanOutState, MergeStrategy
+from codex.children.consolidation import consolidate, consolidation_wanted
 from codex.children.decision import MERGING_STRATEGIES
 from codex.children.models import Child, CompletionAnalysis, FanOut
 from codex.core.errors import ClassifiedFailure
@@ -51,8 +55,13 @@ def carry_out(fan_out: FanOut) -> dict[str, Any]:
     analysis = CompletionAnalysis.objects.get(fan_out=fan_out)
     parent = fan_out.parent
     forge = get_forge(parent.repository)
-    merged, refused = merge_in_order(fan_out, analysis, forge)
-    outcome = {"merged": merged, "refused": refused}
+    consolidated, refused = None, ""
+    if consolidation_wanted(analysis):
+        consolidated, refused = consolidate(fan_out, analysis, forge)
+    merged: list[int] = []
+    if not refused:
+        merged, refused = merge_in_order(fan_out, analysis, forge)
+    outcome = {"merged": merged, "refused": refused, "consolidated": consolidated}
     post_analysis(fan_out, analysis, forge, merged, refused)
     outcome["children"] = settle_children(fan_out, analysis, merged, refused)
     outcome["parent"] = finish_parent(fan_out, analysis, forge, merged, refused)
@@ -129,12 +138,31 @@ def analysis_text(
         f"failed: {', '.join(analysis.failed_children) or 'none'}; "
         f"partial: {', '.join(analysis.partial_children) or 'none'}; "
         f"ambiguous: {', '.join(analysis.ambiguous_children) or 'none'}.",
+        consolidation_line(analysis),
         "Merged: " + (", ".join(f"#{n}" for n in merged) or "nothing") + ".",
     ]
     if refused:
         lines.append(f"Stopped: {refused}")
     lines += ["", "### Reasoning", "", analysis.reasoning]
     return "\n".join(lines).strip()
+
+
+def consolidation_line(analysis: CompletionAnalysis) -> str:
+    """What became of the children's pull requests: one consolidation pull
+    request, or each merged in order (docs/children.md#consolidation)."""
+    if analysis.merge_strategy not in MERGING_STRATEGIES:
+        return "Consolidation: none (nothing to merge)."
+    if analysis.final_pr_number:
+        return (
+            f"Consolidation: pull request #{analysis.final_pr_number} merges the "
+            "children's branches ("
+            + ", ".join(f"#{n}" for n in analysis.prs_to_merge)
+            + ")."
+        )
+    return (
+        "Consolidation: none; the children's pull requests merge one by one in "
+        "this order (children.consolidation_pr is off, or one pull request)."
+    )
 
 
 def post_analysis(

@@ -109,7 +109,11 @@ def held_step(task: Task, *, by: str) -> str | None:
 
 def on_task_transition(sender, instance, name, source, target, **kwargs) -> None:
     """django-fsm post_transition receiver (Task): a child that reached release
-    or stopped reports to its parent, once its transition commits."""
+    or stopped reports to its parent, once its transition commits. A child
+    waiting at a gate (escalated by await_approval: a plan approval, a spend
+    cap) has not stopped: it goes on once a person decides."""
+    if name == "await_approval":
+        return
     if target not in REPORTING_TARGETS and not (
         target == "release" and name == "begin_release"
     ):

@@ -14,7 +14,8 @@ logger = logging.getLogger(__name__)
 
 
 def close_expired_windows(now: datetime | None = None) -> int:
-    """Scheduled: time out every fan-out whose completion window closed, and
+    """Scheduled: stop the children past their own timeout (time_out_children),
+    time out every fan-out whose completion window closed, and
     finish by the rules every analysis past its 8 minutes
     (docs/domain/fan-out.md#fan-out-limits).
     Safe to run twice or concurrently: `close_window` re-checks under the row
@@ -22,6 +23,7 @@ def close_expired_windows(now: datetime | None = None) -> int:
     (finish_decided_fan_outs). Returns how many fan-outs it moved on.
     """
     now = now or timezone.now()
+    time_out_children(now)
     moved = 0
     for pk in FanOut.objects.due(now).values_list("pk", flat=True):
         fan_out = FanOut.objects.get(pk=pk)
@@ -31,6 +33,36 @@ def close_expired_windows(now: datetime | None = None) -> int:
             logger.info("close_expired_windows: %s busy (%s); next run", fan_out, exc)
     finish_decided_fan_outs()
     return moved
+
+
+def time_out_children(now: datetime | None = None) -> list[str]:
+    """Cancel every child that worked longer than children.child_timeout_minutes
+    (read now) without reporting: its cancellation reports it to the parent
+    ("🤖 Child C2 failed: cancelled: timed out ..."), which counts towards the
+    analysis like any report (docs/children.md). Returns the children stopped
+    (a child whose worker is in a step stops when the step ends)."""
+    from django_fsm import TransitionNotAllowed
+
+    from codex.children.models import Child
+    from codex.children.models.child import child_timeout
+
+    now = now or timezone.now()
+    timeout = child_timeout()
+    minutes = int(timeout.total_seconds() // 60)
+    stopped = []
+    for child in Child.objects.overdue(now, timeout).select_related("task")[:100]:
+        try:
+            child.task.request_control(
+                "cancel",
+                by="scheduler:child-timeout",
+                reason=f"timed out: no report after {minutes} minute(s) "
+                "(children.child_timeout_minutes)",
+            )
+        except TransitionNotAllowed as exc:
+            logger.info("time_out_children: %s not cancelled: %s", child, exc)
+            continue
+        stopped.append(child.child_id)
+    return stopped
 
 
 def report_child(task_id: str) -> str:

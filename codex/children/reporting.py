@@ -27,6 +27,8 @@ def report_body(child: Child) -> tuple[str, str] | None:
     """(outcome, comment) for the child task's state now; None while it is
     still at work. outcome is "success" or "failure"."""
     task = child.task
+    if task.status == "escalated" and task.gates.open().exists():
+        return None  # waiting at a gate for a person, not stopped
     if task.status in ("failed", "cancelled", "escalated"):
         reason = _stop_reason(task)
         return "failure", f"🤖 Child {child.child_id} failed: {task.status}: {reason}"

@@ -31,8 +31,15 @@ logger = logging.getLogger(__name__)
 
 # Issues of a local repository are just numbers shared with its pull requests
 # (codex.repositories.local_forge); a parent's issue there takes a number far
-# above those the forge hands out, one per fan-out.
+# above those the forge hands out, one per fan-out, and each child's one of
+# ten numbers of its fan-out above those (C1 to C5).
 LOCAL_ISSUE_BASE = 100_000
+LOCAL_CHILD_ISSUE_BASE = 200_000
+
+
+def local_child_issue_number(fan_out: FanOut, child_id: str) -> int:
+    """The local-forge issue number of child `child_id` (C1 … C5)."""
+    return LOCAL_CHILD_ISSUE_BASE + fan_out.pk * 10 + int(child_id[1:])
 
 
 def issue_marker(parent: Task) -> str:
@@ -159,12 +166,14 @@ def create_child(fan_out: FanOut, request: ChildRequest, *, by: str) -> Child:
 
 
 def _child_issue(fan_out: FanOut, request: ChildRequest) -> int | None:
-    """A GitHub issue for the child, linked as a sub-issue of the parent's
-    (best effort: an account or plan without sub-issues keeps the plain
-    issue). None on the local forge."""
+    """An issue for the child: on GitHub one of its own, linked as a
+    sub-issue of the parent's (best effort: an account or plan without
+    sub-issues keeps the plain issue); on the local forge a number of its own
+    whose first comment is the request. Its runs record it as the issue they
+    worked (docs/domain/fleet.md#agent-run)."""
     parent = fan_out.parent
     if parent.repository.is_local:
-        return None
+        return _local_child_issue(fan_out, request)
     forge: Any = get_forge(parent.repository)
     marker = f"<!-- codex:child:{parent.task_id}:{request.child_id} -->"
     issue = perform_once(
@@ -196,3 +205,27 @@ def _child_issue(fan_out: FanOut, request: ChildRequest) -> int | None:
     except Exception as exc:  # noqa: BLE001 - sub-issues are a courtesy
         logger.info("sub-issue link of %s not made: %s", issue["number"], exc)
     return int(issue["number"])
+
+
+def _local_child_issue(fan_out: FanOut, request: ChildRequest) -> int:
+    """The child's local-forge issue: its number, opened (once) with the
+    request as its first comment."""
+    parent = fan_out.parent
+    forge = get_forge(parent.repository)
+    number = local_child_issue_number(fan_out, request.child_id)
+    marker = f"<!-- codex:child:{parent.task_id}:{request.child_id} -->"
+    body = (
+        f"# {request.child_id}: {request.title}\n\n{request.description}\n\n"
+        f"Child {request.child_id} of #{fan_out.issue_number}.\n{marker}"
+    )
+    perform_once(
+        f"fanout:child-issue:{parent.repository.pk}:{parent.task_id}:"
+        f"{request.child_id}",
+        lambda: {"number": number, **forge.comment(number, body)},
+        lookup=lambda: (
+            None if forge.find_comment(number, marker) is None else {"number": number}
+        ),
+        task=parent,
+        kind="issue",
+    )
+    return number

@@ -262,8 +262,10 @@ def read_issue_claims(text: str) -> dict[int, dict[str, Any]]:
                 "last_session": last,
             },
         )
-        # The claim entry names the session holding it now; history may lag.
-        row["last_session"] = row["last_session"] or last
+        # The history entry's last_session is the file's own record of the
+        # last attempt (docs/domain/claims.md): kept as written; the claim's
+        # session stands only where the history names none.
+        row["last_session"] = last or row["last_session"]
         row.update(
             total_attempts=max(attempts, 1 if row["claimed_by"] else 0),
             successful_closes=closes,

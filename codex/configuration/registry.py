@@ -20,10 +20,14 @@ The first eight keys and their defaults
 `github.token` and `anthropic.api_key` are encrypted and have no default (the
 value listed is a placeholder); the keys after those eight are Codex's own
 policies that used to be environment-only settings: each keeps its environment
-variable (`env`), so a deployment's existing variables still apply. The review
-limits are bounded by the constraint on instance relationships
-(docs/domain/fleet.md#review-loop): "CHECK (review_iteration > 0 AND
-review_iteration <= 5)".
+variable (`env`), so a deployment's existing variables still apply.
+
+Every number has the bounds its rule gives (docs/domain/configuration.md#
+configuration-keys), and `why` says where they come from: a value outside is
+refused, in the console too, with that reason. The review limits are bounded
+by the constraint on instance relationships (docs/domain/fleet.md#review-loop):
+"CHECK (review_iteration > 0 AND review_iteration <= 5)"; a review cycle is
+one review iteration, so `review.max_cycles` is bounded by it too.
 """
 
 from __future__ import annotations
@@ -38,6 +42,16 @@ from codex.env import env_bool, env_int
 
 ENV_PREFIX = "CODEX_"
 MAX_REVIEW_ITERATIONS = 5  # docs/domain/fleet.md#review-loop
+# The verification loop's reports are report-1 to report-3
+# (docs/domain/tasks.md#feedback-loops): a third one requesting changes
+# escalates.
+MAX_VERIFICATION_CYCLES = 3
+# A completion window longer than a week would hold a parent for ever.
+WEEK_MINUTES = 7 * 24 * 60
+REVIEW_BOUND = (
+    "review iterations are 1 to 5 per coding instance (the instance "
+    "relationships' CHECK), and a review cycle is one review iteration"
+)
 
 
 class ValueType(enum.StrEnum):
@@ -68,6 +82,7 @@ class ConfigKey:
     minimum: int | None = None
     maximum: int | None = None
     env: str | None = None
+    why: str = ""  # where the bounds come from, said when a value is refused
 
     @property
     def env_var(self) -> str:
@@ -92,7 +107,10 @@ class ConfigKey:
             if self.type is ValueType.BOOLEAN:
                 return env_bool(name, False, environ={name: raw})
         except ImproperlyConfigured as exc:
-            raise InvalidSettingValue(str(exc)) from None
+            message = str(exc)
+            if self.why and ("minimum" in message or "maximum" in message):
+                message += f" ({self.why})"
+            raise InvalidSettingValue(message) from None
         if not raw.strip():
             raise InvalidSettingValue(f"{name} cannot be blank")
         return raw if self.secret else raw.strip()
@@ -141,6 +159,7 @@ KEYS: dict[str, ConfigKey] = {
             "Maximum review loops per coding agent.",
             minimum=1,
             maximum=MAX_REVIEW_ITERATIONS,
+            why=REVIEW_BOUND,
         ),
         ConfigKey(
             "review.auto_abandon_after",
@@ -148,6 +167,7 @@ KEYS: dict[str, ConfigKey] = {
             5,
             "Auto-abandon after this many failed reviews.",
             minimum=1,
+            why="at least one failed review before abandoning",
         ),
         ConfigKey(
             "review.timeout_hours",
@@ -155,6 +175,7 @@ KEYS: dict[str, ConfigKey] = {
             24,
             "Auto-terminate stuck reviews after this many hours.",
             minimum=1,
+            why="a review gets at least an hour",
         ),
         # -- Codex's own policies (docs/domain/configuration.md#configuration-keys) --
         ConfigKey(
@@ -171,6 +192,9 @@ KEYS: dict[str, ConfigKey] = {
             "Verification reports that may request changes before a task escalates "
             "(taken by each new task).",
             minimum=1,
+            maximum=MAX_VERIFICATION_CYCLES,
+            why="the verification loop keeps report-1 to report-3: the third "
+            "report that requests changes escalates",
         ),
         ConfigKey(
             "review.max_cycles",
@@ -179,6 +203,8 @@ KEYS: dict[str, ConfigKey] = {
             "Review reports that may request changes before a task escalates "
             "(taken by each new task).",
             minimum=1,
+            maximum=MAX_REVIEW_ITERATIONS,
+            why=REVIEW_BOUND,
         ),
         ConfigKey(
             "tasks.max_retries",
@@ -187,6 +213,7 @@ KEYS: dict[str, ConfigKey] = {
             "Transient failures (blocked) per phase before a task escalates.",
             minimum=0,
             env="CODEX_MAX_RETRIES",
+            why="0 escalates at the first transient failure",
         ),
         ConfigKey(
             "tasks.stuck_after_minutes",
@@ -195,6 +222,7 @@ KEYS: dict[str, ConfigKey] = {
             "Minutes in one phase after which a task counts as stuck.",
             minimum=1,
             env="CODEX_STUCK_AFTER_MINUTES",
+            why="a phase gets at least a minute",
         ),
         ConfigKey(
             "children.window_minutes",
@@ -203,8 +231,9 @@ KEYS: dict[str, ConfigKey] = {
             "Minutes a parent waits for its children's reports before the "
             "completion analysis runs on what arrived (docs/children.md).",
             minimum=1,
-            maximum=7 * 24 * 60,
+            maximum=WEEK_MINUTES,
             env="CODEX_CHILDREN_WINDOW_MINUTES",
+            why="1 minute to a week",
         ),
         ConfigKey(
             "children.analysis_timeout_minutes",
@@ -215,6 +244,27 @@ KEYS: dict[str, ConfigKey] = {
             minimum=1,
             maximum=24 * 60,
             env="CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES",
+            why="1 minute to a day",
+        ),
+        ConfigKey(
+            "children.child_timeout_minutes",
+            ValueType.INTEGER,
+            8,
+            "Minutes a child may work without reporting before it is stopped "
+            "and reported as timed out (docs/children.md).",
+            minimum=1,
+            maximum=WEEK_MINUTES,
+            env="CODEX_CHILDREN_CHILD_TIMEOUT_MINUTES",
+            why="1 minute to a week",
+        ),
+        ConfigKey(
+            "children.consolidation_pr",
+            ValueType.BOOLEAN,
+            False,
+            "When a parent's analysis merges two or more children: merge their "
+            "branches into one consolidation pull request instead of merging "
+            "each child's in order (docs/children.md).",
+            env="CODEX_CHILDREN_CONSOLIDATION_PR",
         ),
         ConfigKey(
             "claims.ttl_minutes",
@@ -223,6 +273,7 @@ KEYS: dict[str, ConfigKey] = {
             "An issue claim's time to live.",
             minimum=1,
             env="CODEX_CLAIM_TTL_MINUTES",
+            why="a claim lives at least a minute",
         ),
         ConfigKey(
             "notify.channels",
@@ -258,6 +309,7 @@ KEYS: dict[str, ConfigKey] = {
             "Delivery attempts of a notification before it is marked failed.",
             minimum=1,
             env="CODEX_NOTIFY_MAX_ATTEMPTS",
+            why="a notification is tried at least once",
         ),
     )
 }

@@ -1,6 +1,8 @@
 """The review loop (docs/domain/fleet.md#review-loop): a coding agent asks for a
 review, a review
-agent is spawned and linked to it with the next review iteration."""
+agent is spawned and linked to it with the next review iteration; once it had
+the configured `review.max_iterations`, the next review is refused
+(ReviewLimitReached) and the task escalates with the reason."""
 
 from __future__ import annotations
 
@@ -8,12 +10,37 @@ from typing import Any
 
 from django.db import transaction
 
+from codex.fleet.limits import review_limits
 from codex.fleet.models import (
     AgentInstance,
     InstanceRelationship,
     InstanceType,
     RelationshipType,
 )
+
+
+class ReviewLimitReached(Exception):
+    """The coding instance had the reviews `review.max_iterations` allows:
+    another review of it is refused (docs/domain/fleet.md#review-loop)."""
+
+    def __init__(self, coding: AgentInstance, done: int, limit: int) -> None:
+        self.coding, self.done, self.limit = coding, done, limit
+        super().__init__(
+            f"{coding.instance_id} was reviewed {done} time(s) and "
+            f"review.max_iterations is {limit}: another review is refused. Raise "
+            "review.max_iterations in the console (Configuration, at most 5) and "
+            "resume, or fail the task"
+        )
+
+
+def refuse_past_the_limit(coding: AgentInstance) -> None:
+    """Raise ReviewLimitReached when `coding` may not have another review
+    (the configured limit, read now: a value saved in the console binds the
+    next review)."""
+    done = coding.current_review_iteration()
+    limit = review_limits().max_iterations
+    if done >= limit:
+        raise ReviewLimitReached(coding, done, limit)
 
 
 def spawn_review(
@@ -30,10 +57,11 @@ def spawn_review(
     (its parent is `coding`), and the spawned_review relationship with the next
     iteration, all in one transaction.
 
-    Raises TransitionNotAllowed (not a coding agent, wrong status, or the
-    configured review.max_iterations reached) or VersionConflict (someone else
-    changed `coding` meanwhile); nothing is written then.
+    Raises ReviewLimitReached (the configured review.max_iterations reached),
+    TransitionNotAllowed (not a coding agent, wrong status) or VersionConflict
+    (someone else changed `coding` meanwhile); nothing is written then.
     """
+    refuse_past_the_limit(coding)
     with transaction.atomic():
         iteration = coding.current_review_iteration() + 1
         coding.perform("request_review", by=by, reason=reason)

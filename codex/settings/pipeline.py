@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from codex.env import env_bool, env_choice, env_int, env_str
 
-CODEX_VERIFICATION_MAX_CYCLES = env_int("CODEX_VERIFICATION_MAX_CYCLES", 3, minimum=0)
-CODEX_REVIEW_MAX_CYCLES = env_int("CODEX_REVIEW_MAX_CYCLES", 2, minimum=0)
+# Bounded as their configuration keys (docs/domain/configuration.md).
+CODEX_VERIFICATION_MAX_CYCLES = env_int(
+    "CODEX_VERIFICATION_MAX_CYCLES", 3, minimum=1, maximum=3
+)
+CODEX_REVIEW_MAX_CYCLES = env_int("CODEX_REVIEW_MAX_CYCLES", 2, minimum=1, maximum=5)
 CODEX_MAX_RETRIES = env_int("CODEX_MAX_RETRIES", 5, minimum=0)
 CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY = env_bool(
     "CODEX_INTAKE_REGISTERED_REPOSITORIES_ONLY", False
@@ -46,6 +49,9 @@ CODEX_CHILDREN_WINDOW_MINUTES = env_int(
 )
 CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES = env_int(
     "CODEX_CHILDREN_ANALYSIS_TIMEOUT_MINUTES", 8, minimum=1, maximum=24 * 60
+)
+CODEX_CHILDREN_CHILD_TIMEOUT_MINUTES = env_int(
+    "CODEX_CHILDREN_CHILD_TIMEOUT_MINUTES", 8, minimum=1, maximum=7 * 24 * 60
 )
 # Agents by default: without ANTHROPIC_API_KEY a task blocks, saying so.
 CODEX_PHASE_RUNNER = env_str(

@@ -7,6 +7,8 @@ Django's admin autodiscovery registers them."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from codex.tasks.models import (
     AgentQuestion,
@@ -23,7 +25,15 @@ from codex.tasks.models import (
 
 @admin.register(Escalation)
 class EscalationAdmin(admin.ModelAdmin):
-    list_display = ["task", "phase", "reason", "created_at", "resolved_at", "decision"]
+    list_display = [
+        "task",
+        "phase",
+        "reason",
+        "created_at",
+        "resolved_at",
+        "decision",
+        "answer",
+    ]
     list_filter = [
         "reason",
         "phase",
@@ -47,6 +57,14 @@ class EscalationAdmin(admin.ModelAdmin):
         "decision",
         "consumed_at",
     ]
+
+    @admin.display(description="Answer")
+    def answer(self, escalation: Escalation) -> str:
+        """Where an open escalation (a gate's too) is answered: the inbox."""
+        if not escalation.is_open:
+            return "—"
+        url = reverse("pages:inbox") + f"#escalation-{escalation.pk}"
+        return format_html('<a href="{}">in the inbox</a>', url)
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -130,7 +130,12 @@ def question_text(question: Any) -> str:
 class EscalationAnswerForm(forms.Form):
     """A person's answer to one escalation: one field per question, an optional
     note, and the decision. Answers are required to resume (the agent goes on
-    with them); failing or cancelling needs none."""
+    with them); failing or cancelling needs none.
+
+    A gate's escalation (docs/gates.md) offers the gate's own decisions
+    (approve, ask for changes; resume at a spend cap) and carries what the
+    person decided on (`subject`: the plan version or head commit shown), so
+    a plan rewritten since is refused by the gate's guards."""
 
     resolution = forms.CharField(
         label="Note",
@@ -142,11 +147,26 @@ class EscalationAnswerForm(forms.Form):
     decision = forms.ChoiceField(
         choices=Decision.choices, initial=Decision.RESUME, widget=forms.RadioSelect
     )
+    subject = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, escalation: Escalation, **kwargs: Any) -> None:
         kwargs.setdefault("prefix", f"esc{escalation.pk}")
         super().__init__(*args, **kwargs)
         self.escalation = escalation
+        allowed = escalation.decisions
+        self.fields["decision"].choices = [
+            (value, label) for value, label in Decision.choices if value in allowed
+        ]
+        self.fields["decision"].initial = allowed[0]
+        gate = getattr(escalation, "gate", None) if escalation.is_gate else None
+        self.gate = gate
+        if gate is not None:
+            self.fields["subject"].initial = gate.subject
+            if gate.kind == "plan":
+                self.fields["resolution"].label = "What should change"
+                self.fields[
+                    "resolution"
+                ].help_text = "Needed to ask for changes: it goes back to the planner."
         self.questions = [question_text(q) for q in escalation.questions or []]
         for index, question in enumerate(self.questions):
             self.fields[f"answer_{index}"] = forms.CharField(
@@ -163,11 +183,14 @@ class EscalationAnswerForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
-        if cleaned.get("decision") == Decision.RESUME:
+        decision = cleaned.get("decision")
+        if decision == Decision.RESUME:
             for index in range(len(self.questions)):
                 name = f"answer_{index}"
                 if name in cleaned and not cleaned[name]:
                     self.add_error(name, "Answer this question to resume the task.")
+        if decision == Decision.REQUEST_CHANGES and not cleaned.get("resolution"):
+            self.add_error("resolution", "Say what should change.")
         return cleaned
 
     @property

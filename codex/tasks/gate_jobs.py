@@ -1,11 +1,12 @@
 """The scheduled look at tasks waiting at a gate (docs/gates.md).
 
-Merge gates, for when no webhook tells Codex (the local forge, GitHub without
+A task waiting at a gate is escalated with the gate's escalation. Merge
+gates, for when no webhook tells Codex (the local forge, GitHub without
 webhooks, or a lost delivery): a pull request a person merged completes its
-task (notice_merge); at an `approval` gate, an approving review on the forge
-by someone allowed decides it as the webhook would. Spend gates: a task whose
-repository and installation are under their monthly caps again goes on
-(lift_cap)."""
+task (notice_merge, then complete); at an `approval` gate, an approving review
+on the forge by someone allowed decides it as the webhook would. Spend gates:
+a task whose repository and installation are under their monthly caps again
+goes on (lift_cap)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def check_merge_gates(limit: int = 200) -> dict[str, int]:
     """Look at every task waiting at a merge gate once; returns the counts."""
     counts = {"checked": 0, "merged": 0, "approved": 0}
     waiting = (
-        Task.objects.filter(status=Status.AWAITING_APPROVAL, phase="release")
+        Task.objects.filter(status=Status.ESCALATED, phase="release")
         .filter(gates__decision="", gates__kind=GateKind.MERGE)
         .select_related("repository")[:limit]
     )
@@ -71,7 +72,7 @@ def _merged(task: Task, pull) -> str:
             reason=f"pull request {pull['url']} found merged",
             data={"pr": pull["number"]},
         )
-        task.notice_merge(by=BY, reason=f"pull request {pull['url']} merged")
+        task.take_merge(by=BY, reason=f"pull request {pull['url']} merged")
 
     try:
         task.change_and_save(BY, change)
@@ -105,7 +106,7 @@ def check_spend_caps(limit: int = 200) -> dict[str, int]:
     """Let the tasks waiting at a spend cap go on once they are under it."""
     counts = {"checked": 0, "lifted": 0}
     waiting = (
-        Task.objects.filter(status=Status.AWAITING_APPROVAL)
+        Task.objects.filter(status=Status.ESCALATED)
         .filter(gates__decision="", gates__kind=GateKind.SPEND)
         .select_related("repository")[:limit]
     )

@@ -27,7 +27,8 @@ from codex.core.errors import ClassifiedFailure
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.core.workers import enqueue_on_commit, job_handed_back
 from codex.fleet.models import AgentRun, running_step
-from codex.tasks.models import ControlRequest, Status, Task
+from codex.fleet.reviews import ReviewLimitReached
+from codex.tasks.models import ControlRequest, EscalationReason, Status, Task
 from codex.tasks.pipeline import apply_result, should_continue
 from codex.tasks.runners import PhaseResult, get_phase_runner
 
@@ -202,6 +203,12 @@ def _run_phase(task: Task, task_id: str) -> PhaseResult:
         return get_phase_runner().run(task)
     except ClassifiedFailure as failure:
         return PhaseResult.from_error(failure.error)
+    except ReviewLimitReached as refused:
+        # review.max_iterations binds (docs/domain/fleet.md#review-loop): no
+        # review past it, a person decides.
+        return PhaseResult.escalate(
+            str(refused), code=EscalationReason.REVIEW_ITERATIONS
+        )
     except Exception as exc:  # a crashing runner must not strand the task
         if isinstance(exc, DATABASE_UNAVAILABLE) and connection_lost():
             raise  # not the phase's failure: advance_task re-queues the step

@@ -305,12 +305,12 @@ def _keep_human_reviews(model, task: Task, cycle: int, values: dict) -> None:
     if not human:
         return
     values["comments"] = [*values.get("comments", []), *human]
-    feedback = dict(values.get("feedback") or {})
-    feedback["human_reviews"] = existing.feedback.get("human_reviews", [])
-    feedback["blocking_count"] = sum(
-        1 for c in values["comments"] if c.get("severity") == "blocking"
-    )
-    values["feedback"] = feedback
+    merged = model(comments=values["comments"], feedback=values.get("feedback"))
+    merged.tally_comments()
+    values["feedback"] = {
+        **merged.feedback,
+        "human_reviews": existing.feedback.get("human_reviews", []),
+    }
 
 
 def _verification(task: Task, result: PhaseResult, *, by: str) -> None:
@@ -347,7 +347,10 @@ def _review(task: Task, result: PhaseResult, *, by: str) -> None:
     elif not guards.review_requested_changes(task):
         _escalate_unreadable_report(task, report, by=by)
     elif guards.review_cycles_remain(task):
-        task.return_from_review(by=by, feedback=report.feedback)
+        # The developer answers every comment by its id (agents/feedback.py).
+        task.return_from_review(
+            by=by, feedback={**report.feedback, "comments": report.comments}
+        )
     else:
         task.escalate(
             by=by,

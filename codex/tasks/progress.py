@@ -59,7 +59,7 @@ def progress_body(task: Task) -> str:
         "",
         f"- Phase: **{task.get_phase_display()}**; status: **{status}**",
     ]
-    gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
+    gate = task.open_gate if task.status == Status.ESCALATED else None
     if gate is not None:
         lines.append(f"- Waiting: {gate.reason}")
         if gate.kind == GateKind.PLAN:
@@ -144,7 +144,7 @@ def _update(task_id: str) -> str:
         return "no issue to comment on"
     forge = get_forge(task.repository)
     repository, issue = task.repository, task.issue_number
-    gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
+    gate = task.open_gate if task.status == Status.ESCALATED else None
     if gate is not None and gate.kind == GateKind.PLAN:
         _post_once(
             task,

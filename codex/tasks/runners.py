@@ -31,8 +31,9 @@ class PhaseResult:
     - "failed": an unrecoverable error (`reason`);
     - "error": a classified error of an outside system (`error`), acted on by
       its action (wait_retry, rotate_token, pull_retry, manual_review, abort);
-    - "await": a gate: a person approves or merges first (`reason`,
-      `gate_kind`, `gate_mode`, `gate_subject`; docs/gates.md).
+    - "await": a gate: a person approves or merges first, or a spend cap is
+      raised (`reason`, `gate_kind`, `gate_mode`, `gate_subject`;
+      docs/gates.md); the task escalates with the gate's own escalation.
 
     `metrics` (tool_count, files_changed, input_tokens, output_tokens,
     cache_write_tokens, cache_read_tokens, cost_usd, response_length) go to the

@@ -89,7 +89,7 @@ def describe(task: Task) -> str:
     ]
     if task.status == Status.BLOCKED and task.blocked_reason:
         lines.append(f"Blocked: {task.blocked_reason}")
-    gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
+    gate = task.open_gate if task.status == Status.ESCALATED else None
     if gate is not None:
         lines.append(f"Waiting for a person: {gate.reason}")
         if gate.kind == GateKind.PLAN:
@@ -97,6 +97,9 @@ def describe(task: Task) -> str:
                 f"Reply with `@codex approve {gate.subject}` or "
                 "`@codex changes <what to change>`."
             )
+        elif gate.kind == GateKind.MERGE and gate.mode == "approval":
+            lines.append("Reply with `@codex approve`.")
+        return "\n".join(lines)
     escalation = task.escalations.open().first()
     if escalation is not None:
         lines.append(f"Waiting for an answer: {escalation.detail}")
@@ -154,6 +157,22 @@ def _answer(task: Task, command: Command, by: str) -> str:
     escalation = task.escalations.open().first()
     if escalation is None:
         return f"{task.task_id} has no open question to answer."
+    if escalation.is_gate:
+        # A gate has its own answers (docs/gates.md): a spend cap resumes
+        # once raised; approvals come with `@codex approve`.
+        if Decision.RESUME not in escalation.decisions:
+            return f"{task.task_id} waits for a decision, not an answer.\n" + describe(
+                task
+            )
+        try:
+            task.resolve_escalation(
+                escalation, decision=Decision.RESUME, by=by, resolution=command.argument
+            )
+        except GateRefused as refused:
+            return f"Not accepted: {refused.reason}."
+        except AlreadyResolved:
+            return "That was already decided."
+        return f"Thanks, {task.task_id} goes on."
     try:
         task.resolve_escalation(
             escalation,

@@ -9,7 +9,7 @@ folder, and the lock files a killed git leaves).
 """
 
 from integrations.git.commits import STEP_TRAILER, commit_all, committed_steps, push
-from integrations.git.merges import merge_into
+from integrations.git.merges import is_ancestor, merge_heads, merge_into
 from integrations.git.repository import (
     add_worktree,
     branch_name,
@@ -36,6 +36,8 @@ __all__ = [
     "ensure_mirror",
     "fast_forward",
     "head_sha",
+    "is_ancestor",
+    "merge_heads",
     "merge_into",
     "mirror_path",
     "prune_all_mirrors",

@@ -1,6 +1,8 @@
 """Merges into a bare repository, for the local forge: a merge commit, a
 squash or a rebase, built in a scratch worktree under the repository's lock
-and published with a compare-and-swap of the base branch.
+and published with a compare-and-swap of the base branch. And a branch that
+merges several heads into a base (`merge_heads`), for a parent's consolidation
+pull request.
 """
 
 from __future__ import annotations
@@ -104,6 +106,35 @@ def merge_into(
         ErrorKind.NON_FAST_FORWARD,
         message=f"{base} kept moving while merging into it",
     ).exception()
+
+
+def is_ancestor(repo: str | os.PathLike[str], ancestor: str, commit: str) -> bool:
+    """Whether `ancestor` is reachable from `commit` in `repo`."""
+    result = git(["merge-base", "--is-ancestor", ancestor, commit], repo, check=False)
+    return result.returncode == 0
+
+
+def merge_heads(
+    repo: str | os.PathLike[str], *, base: str, heads: list[tuple[str, str]]
+) -> str:
+    """A commit of `repo` that is `base` with each of `heads` ((sha, merge
+    message) pairs) merged into it in order, one merge commit each (the heads
+    stay ancestors of the result, so a forge sees each of their pull requests
+    merged once it is); returns its sha and moves no ref. Built in a scratch
+    worktree under the repository's lock; a conflict raises manual_review and
+    leaves nothing."""
+    repo = Path(repo).absolute()
+    identity = identity_env()
+    with locked(repo), _scratch_worktree(repo, base) as scratch:
+        for head, message in heads:
+            with message_file(message) as path:
+                run_git(
+                    ["-c", "commit.gpgsign=false", "merge", "--quiet", "--no-ff"]
+                    + ["--no-verify", "-F", path, head],
+                    scratch,
+                    identity,
+                )
+        return head_sha(scratch)
 
 
 def _build_merge(

@@ -68,7 +68,12 @@ QA_APPROVE = submit(
     }
 )
 REVIEW_APPROVE = submit(
-    {"assessment": "approve", "summary": "Small and clear.", "comments": []}
+    {
+        "assessment": "approve",
+        "summary": "Small and clear.",
+        "comments": [],
+        "security": {"vulnerabilities_found": 0, "items": []},
+    }
 )
 RELEASE = submit({"release_notes": "Adds calc.mul.", "merge": True})
 

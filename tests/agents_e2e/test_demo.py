@@ -49,7 +49,8 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path, settings)
         "Demo done",
     ):
         assert shown in output
-    # The gate and the release went out through Django's file email backend.
+    # The gate's escalation and the release went out through Django's file
+    # email backend.
     subjects = sorted(
         line
         for mail in (tmp_path / "demo" / "mail").iterdir()
@@ -57,10 +58,23 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path, settings)
         if line.startswith("Subject:")
     )
     assert subjects == [
+        f"Subject: {task.task_id} needs a decision: Merge approval",
         f"Subject: {task.task_id} released: Add multiplication",
-        f"Subject: {task.task_id} waits: merge approval",
     ]
     assert task.gates.get().decided_by == "user:demo-reviewer"
+    # The gate waited as an escalation of its own kind, answered with an approval.
+    escalation = task.escalations.get()
+    assert (escalation.reason, escalation.decision, escalation.resolved_by_label) == (
+        "merge_approval",
+        "approve",
+        "user:demo-reviewer",
+    )
+    statuses = set(
+        task.events.filter(kind="transition", field="status", subject="").values_list(
+            "target", flat=True
+        )
+    )
+    assert statuses <= {"in_progress", "escalated", "completed"}
 
     # Again: the sample repository is reset, a second task merges the same change.
     run_demo(tmp_path / "demo")

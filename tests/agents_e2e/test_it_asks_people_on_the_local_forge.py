@@ -62,7 +62,7 @@ def test_plan_and_merge_wait_for_a_person(agent_settings, stub, bare_repo):
     # Intake and planning, then the plan waits.
     advance_task(task.task_id), advance_task(task.task_id)
     task.refresh_from_db()
-    assert (task.status, task.phase) == ("awaiting_approval", "planning")
+    assert (task.status, task.phase) == ("escalated", "planning")
     version = task.open_gate.subject
     assert update_progress_comment(task.task_id) == "posted"
     [plan] = comments(task, f"codex:plan:{task.task_id}:{version}")
@@ -70,7 +70,7 @@ def test_plan_and_merge_wait_for_a_person(agent_settings, stub, bare_repo):
         "Add mul to calc.py." in plan.body and f"@codex approve {version}" in plan.body
     )
     [progress] = comments(task, f"codex:progress:{task.task_id}")
-    assert "awaiting approval" in progress.body
+    assert "status: **escalated**" in progress.body
 
     # A message for the developer, then an approval by someone else.
     send_message(
@@ -97,7 +97,7 @@ def test_plan_and_merge_wait_for_a_person(agent_settings, stub, bare_repo):
     runs_before_release = len(stub.requests)
     advance_task(task.task_id)
     task.refresh_from_db()
-    assert (task.status, task.phase) == ("awaiting_approval", "release")
+    assert (task.status, task.phase) == ("escalated", "release")
     assert len(stub.requests) == runs_before_release
     pull = LocalPullRequest.objects.get(repository=repository)
     assert pull.state == "open" and task.open_gate.subject == pull.head_sha

@@ -32,6 +32,7 @@ REVIEW_WITH_FINDINGS = submit(
                 "file": "test_mul.py",
                 "line": 4,
                 "issue": "Name the test after the case.",
+                "category": "tests",
             },
             {
                 "severity": "blocking",
@@ -39,8 +40,10 @@ REVIEW_WITH_FINDINGS = submit(
                 "line": 5,
                 "issue": "mul has no docstring",
                 "suggestion": "Add a one-line docstring.",
+                "category": "documentation",
             },
         ],
+        "security": {"vulnerabilities_found": 0, "items": []},
     }
 )
 MUL_DOCUMENTED = MUL_OK.replace(

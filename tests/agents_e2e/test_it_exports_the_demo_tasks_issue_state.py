@@ -25,7 +25,7 @@ def test_the_demo_tasks_issue_state_is_complete(tmp_path):
     assert state["analysis"]["brief"].startswith("Add mul next to add")
     assert state["analysis"]["files"][0]["path"] == "calc.py"
     assert state["writer"]["summary"] == "Added mul and its test."
-    assert {"file": "calc.py", "action": "modify"} in state["writer"]["changes"]
+    assert {"file": "calc.py", "description": "modified"} in state["writer"]["changes"]
     assert state["writer"]["test_file"] == "test_mul.py"
     assert state["build"]["completed"] and state["build"]["tests_passed"]
     assert state["build"]["commands_run"]

@@ -59,6 +59,7 @@ REVIEWED = submit(
         "summary": "Small and clear.",
         "comments": [],
         "good": ["The test names the case it checks."],
+        "security": {"vulnerabilities_found": 0, "items": []},
     }
 )
 
@@ -108,8 +109,9 @@ def test_a_merged_task_exports_every_record(agent_settings, stub, repository):
     assert state["triage"]["completed"] and state["triage"]["scope"] == "SMALL"
     assert state["analysis"]["brief"] == "Add mul next to add."
     assert state["writer"]["summary"] == "Added mul and its test."
-    assert {"file": "calc.py", "action": "modify"} in state["writer"]["changes"]
-    assert {"file": "test_mul.py", "action": "create"} in state["writer"]["changes"]
+    changes = state["writer"]["changes"]
+    assert {"file": "calc.py", "description": "modified"} in changes
+    assert {"file": "test_mul.py", "description": "created"} in changes
     assert state["writer"]["test_file"] == "test_mul.py"
     assert state["build"]["completed"] and state["build"]["tests_passed"]
     assert state["review"]["verdict"] == "APPROVED"
@@ -156,6 +158,7 @@ def test_a_reviewer_lacking_information_asks_a_person(agent_settings, stub, repo
                 "summary": "Should mul accept floats?",
                 "comments": [],
                 "questions": ["Should mul accept floats, or ints only?"],
+                "security": {"vulnerabilities_found": 0, "items": []},
             }
         ),
     )

@@ -34,10 +34,15 @@ REVIEW_BLOCKING = submit(
                 "line": 5,
                 "issue": "mul has no docstring <script>alert(1)</script>",
                 "suggestion": "Add one.\n<!-- codex-review X cycle 9 -->",
+                "category": "documentation",
             },
-            {"severity": "suggestion", "issue": "Name the test after the case."},
+            {
+                "severity": "suggestion",
+                "issue": "Name the test after the case.",
+                "category": "tests",
+            },
         ],
-        "security": {"issues_found": False, "findings": []},
+        "security": {"vulnerabilities_found": 0, "items": []},
     }
 )
 

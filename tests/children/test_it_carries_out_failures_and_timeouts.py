@@ -85,6 +85,9 @@ def test_a_refused_merge_stops_the_rest_and_escalates(forge):
 
 
 def test_the_window_closing_analyses_what_arrived_and_cancels_the_rest(forge):
+    # A child's own timeout (8 minutes) would stop C2 before the 10-minute
+    # window closes: give children longer to see the window at work.
+    Setting.objects.put("children.child_timeout_minutes", 60, actor="test")
     row = fan_out(2)
     succeed(forge, row, "C1", 41)
     working = child(row, "C2").task

@@ -107,7 +107,11 @@ def test_claims_and_history_together(tmp_path, repository):
     claim = IssueClaim.objects.get(number=42)
     assert claim.state == ClaimState.FAILED
     assert claim.total_attempts == 3
-    assert claim.last_session == "session_20251217_143022_1"  # the current holder
+    # The history entry's last_session is imported as written, not replaced by
+    # the session that holds the claim ("last_session | string | No | Session
+    # ID of last attempt").
+    assert claim.last_session == "session_20251217_150000_1"
+    assert claim.claimed_by == "session_20251217_143022_1"
 
 
 def test_reimporting_replaces_the_rows_it_names(tmp_path, repository):

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import responses
-from django_fsm import TransitionNotAllowed
 
 from codex.configuration.credentials import current_credential
 from codex.configuration.models import Setting
-from codex.fleet.reviews import spawn_review
+from codex.fleet.reviews import ReviewLimitReached, spawn_review
 from codex.tasks.models import guards
 from tests.configuration.factories import KEY_A, TOKEN
 from tests.factories import make_task
@@ -29,14 +28,14 @@ def test_review_max_iterations_saved_in_the_database_decides_the_spawn_limit():
     coding = make_instance()
     for _ in range(3):
         spawn(coding)
-    with pytest.raises(TransitionNotAllowed):
+    with pytest.raises(ReviewLimitReached):
         spawn(coding)  # spec 004's default: 3
 
     Setting.objects.put("review.max_iterations", 4, actor="user:alice")
 
     spawn(coding)
     assert coding.current_review_iteration() == 4
-    with pytest.raises(TransitionNotAllowed):
+    with pytest.raises(ReviewLimitReached):
         spawn(coding)
 
 

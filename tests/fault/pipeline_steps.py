@@ -44,7 +44,12 @@ RESULTS = {
         "recommendation": "approve",
         "summary": "All good.",
     },
-    "assessment": {"assessment": "approve", "summary": "Clear.", "comments": []},
+    "assessment": {
+        "assessment": "approve",
+        "summary": "Clear.",
+        "comments": [],
+        "security": {"vulnerabilities_found": 0, "items": []},
+    },
     "merge": {"release_notes": "Adds calc.mul.", "merge": True},
 }
 

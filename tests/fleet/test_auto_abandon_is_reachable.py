@@ -7,12 +7,16 @@ fifth failed review abandons the work with the default limits."""
 from __future__ import annotations
 
 import pytest
-from django_fsm import TransitionNotAllowed
 
 from codex.configuration.models import Setting
 from codex.fleet.jobs import enforce_review_limits
 from codex.fleet.models import InstanceStatus
-from codex.fleet.reviews import failed_reviews, record_review_verdict, spawn_review
+from codex.fleet.reviews import (
+    ReviewLimitReached,
+    failed_reviews,
+    record_review_verdict,
+    spawn_review,
+)
 from codex.tasks.models import Escalation
 from tests.factories import make_task, put_in_state
 from tests.fleet.factories import make_instance
@@ -32,7 +36,7 @@ def test_the_fifth_failed_review_of_a_task_abandons_it_with_the_defaults():
     first = make_instance(repository=task.repository, issue_number=7, task=task)
     for _ in range(3):
         failed_review(first)
-    with pytest.raises(TransitionNotAllowed):
+    with pytest.raises(ReviewLimitReached):
         failed_review(first)  # review.max_iterations: 3 per coding instance
     first.perform("terminate", by="agent:coding", reason="out of reviews")
     fork = make_instance(repository=task.repository, issue_number=7, task=task)

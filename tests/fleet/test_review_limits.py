@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from django_fsm import TransitionNotAllowed
 
 from codex.configuration.models import Setting
 from codex.configuration.registry import InvalidSettingValue
@@ -20,7 +19,7 @@ from codex.fleet.models import (
     InstanceStatus,
     InstanceType,
 )
-from codex.fleet.reviews import spawn_review
+from codex.fleet.reviews import ReviewLimitReached, spawn_review
 from tests.fleet.factories import add_reviews, make_instance
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +66,7 @@ def test_a_4th_review_is_refused_with_the_default_max_of_3():
     for _ in range(3):
         spawn(coding)
     reviews = AgentInstance.objects.filter(type=InstanceType.REVIEW).count()
-    with pytest.raises(TransitionNotAllowed):
+    with pytest.raises(ReviewLimitReached):
         spawn(coding)
     assert AgentInstance.objects.filter(type=InstanceType.REVIEW).count() == reviews
     assert coding.current_review_iteration() == 3
@@ -78,7 +77,7 @@ def test_a_configured_max_of_5_allows_5_reviews():
     coding = make_instance()
     for _ in range(5):
         spawn(coding)
-    with pytest.raises(TransitionNotAllowed):
+    with pytest.raises(ReviewLimitReached):
         spawn(coding)
 
 

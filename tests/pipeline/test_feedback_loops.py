@@ -144,7 +144,9 @@ def test_failed_review_goes_back_to_implementation_with_feedback(scripted_runner
     assert task.verification_cycles == 0
     [entry] = task.feedback_history["review"]
     assert entry["cycle"] == 1
-    assert entry["feedback"] == review(approve=False, blocking=1)["feedback"]
+    # The report's feedback, with its comments for the developer to answer.
+    sent = review(approve=False, blocking=1)
+    assert entry["feedback"] == {**sent["feedback"], "comments": sent["comments"]}
     report = task.review_reports.get()
     assert (report.cycle, report.assessment, report.blocking_count) == (
         1,

@@ -64,7 +64,7 @@ def test_an_open_pull_request_leaves_it_waiting(repository):
     pull(repository, "open")
     check_merge_gates()
     task.refresh_from_db()
-    assert task.status == "awaiting_approval"
+    assert task.status == "escalated"
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_an_approval_on_the_forge_decides_the_gate(repository, approvals):
     approvals.extend([{"login": "rita", "commit": "a" * 40}])
     check_merge_gates()
     task.refresh_from_db()
-    assert task.status == "awaiting_approval"  # the requester's does not count
+    assert task.status == "escalated"  # the requester's does not count
 
     approvals.append({"login": "alice", "commit": "a" * 40})
     assert check_merge_gates()["approved"] == 1

@@ -91,7 +91,12 @@ def test_a_capped_task_is_not_approved_but_goes_on_when_the_cap_is_raised(
         kind="spend",
         mode="cap",
     )
-    assert Notification.objects.filter(task=task, subject__contains="waits").exists()
+    # Escalated with the gate's own escalation, announced like every one.
+    assert task.status == "escalated"
+    assert task.escalations.open().get().reason == "spend_cap"
+    assert Notification.objects.filter(
+        task=task, subject__contains="needs a decision: Spend cap"
+    ).exists()
     with pytest.raises(GateRefused, match="raising the cap"):
         task.decide_gate(
             GateDecision.APPROVED,
@@ -107,6 +112,14 @@ def test_a_capped_task_is_not_approved_but_goes_on_when_the_cap_is_raised(
     task.refresh_from_db()
     assert task.status == "in_progress"
     assert task.gates.get().decision == "under_cap"
+    escalation = task.escalations.get()
+    assert (escalation.decision, escalation.resolved_by_label) == (
+        "resume",
+        "system:gate-check",
+    )
+    assert escalation.consumed_at is not None
+    # Not a person's answer for the next agent: the gate's decision.
+    assert not task.escalations.answered_in(task.phase).exists()
     run_steps(task)
     assert task.status == "completed"
 

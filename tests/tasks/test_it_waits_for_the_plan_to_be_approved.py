@@ -1,6 +1,7 @@
 """Plan approval (docs/gates.md): after planning, a task that asks for it (or
-whose repository's policy does) waits in awaiting_approval until a person with
-write access, other than the requester, approves the current plan; changes
+whose repository's policy does) is escalated with a plan_approval escalation
+until a person with write access, other than the requester, approves the
+current plan; changes
 requested go back to the planner, counted like the other feedback loops."""
 
 from __future__ import annotations
@@ -37,17 +38,21 @@ def waiting(scripted_runner, requester):
 
 
 def test_it_waits_after_planning_with_the_plan_version(waiting):
-    assert (waiting.status, waiting.phase) == ("awaiting_approval", "planning")
+    assert (waiting.status, waiting.phase) == ("escalated", "planning")
     gate = waiting.open_gate
     assert gate.kind == "plan" and gate.subject == plan_version(waiting)
     assert "approval" in gate.reason
-    assert transitions(waiting, "status")[-1] == ("in_progress", "awaiting_approval")
+    assert transitions(waiting, "status")[-1] == ("in_progress", "escalated")
+    # The gate's own escalation, open, in the phase it waits in.
+    escalation = waiting.escalations.open().get()
+    assert (escalation.reason, escalation.phase) == ("plan_approval", "planning")
+    assert gate.escalation == escalation
 
 
 def test_the_repositorys_policy_asks_for_it_too(scripted_runner):
     task = make_task(make_repository(plan_approval=True))
     run_steps(task)
-    assert task.status == "awaiting_approval"
+    assert task.status == "escalated"
 
 
 def test_without_a_gate_planning_goes_straight_on(scripted_runner):
@@ -74,6 +79,13 @@ def test_an_approval_moves_on_to_implementation_and_logs_who(
         alice,
     )
     assert gate.decided_at is not None
+    # Its escalation is answered with it, once.
+    escalation = gate.escalation
+    assert (escalation.decision, escalation.resolved_by_label) == (
+        "approve",
+        "user:alice",
+    )
+    assert escalation.consumed_at == escalation.resolved_at == gate.decided_at
     event = waiting.events.filter(kind="control", actor="user:alice").get()
     assert event.data["decision"] == "approved" and event.data["gate"] == "plan"
     # The planner is not run again: the approved plan is the one implemented.
@@ -92,7 +104,7 @@ def test_the_requester_alone_cannot_approve(waiting, requester):
         )
     assert refused.value.is_about_the_person
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
     assert waiting.open_gate is not None
 
 
@@ -121,7 +133,7 @@ def test_a_stale_plan_cannot_be_approved(waiting, alice):
             GateDecision.APPROVED, decider=approver(alice), subject="0123456789abcdef"
         )
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
 
 
 def test_changes_go_back_to_the_planner_as_counted_feedback(
@@ -142,7 +154,7 @@ def test_changes_go_back_to_the_planner_as_counted_feedback(
     # The planner runs again and the new plan waits at a new gate.
     scripted_runner.calls.clear()
     run_steps(waiting)
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
     assert [phase for _, phase in scripted_runner.calls] == ["planning"]
     assert waiting.gates.count() == 2
 

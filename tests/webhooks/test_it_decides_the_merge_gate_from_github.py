@@ -63,7 +63,7 @@ def test_the_requesters_approval_alone_does_not(deliver, hello_world):
     deliver("pull_request_review", approved_review())
     process_all()
     task.refresh_from_db()
-    assert task.status == "awaiting_approval"
+    assert task.status == "escalated"
     assert task.open_gate is not None
     assert "requester" in last().detail
     assert task.events.filter(reason__contains="not accepted").exists()
@@ -75,7 +75,7 @@ def test_a_readers_approval_does_not(deliver, hello_world, forge):
     deliver("pull_request_review", approved_review())
     process_all()
     task.refresh_from_db()
-    assert task.status == "awaiting_approval"
+    assert task.status == "escalated"
 
 
 def test_an_approval_of_an_older_commit_does_not(deliver, hello_world):
@@ -83,7 +83,7 @@ def test_an_approval_of_an_older_commit_does_not(deliver, hello_world):
     deliver("pull_request_review", approved_review(commit="1" * 40))
     process_all()
     task.refresh_from_db()
-    assert task.status == "awaiting_approval"
+    assert task.status == "escalated"
     assert "current version" in last().detail
 
 
@@ -97,6 +97,15 @@ def test_a_persons_merge_completes_a_task_at_a_manual_gate(deliver, hello_world)
     assert task.status == "completed" and task.pr_merged
     gate = task.gates.get()
     assert (gate.decision, gate.decided_by) == ("merged", "github:Codertocat")
-    assert task.events.filter(
-        kind="transition", source="awaiting_approval", target="completed"
-    ).exists()
+    # Escalated → in_progress (the gate closes), then in_progress → completed:
+    # only the documented transitions.
+    assert list(
+        task.events.filter(kind="transition", field="status")
+        .order_by("-id")
+        .values_list("source", "target", "data__transition")[:2]
+    ) == [
+        ("in_progress", "completed", "complete"),
+        ("escalated", "in_progress", "notice_merge"),
+    ]
+    assert task.escalations.get().reason == "merge_approval"
+    assert not task.escalations.open().exists()

@@ -53,7 +53,7 @@ def test_approve_without_the_version_says_which(deliver, waiting, forge):
     deliver("issue_comment", comment("@codex approve"))
     process_all()
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
     assert f"@codex approve {waiting.open_gate.subject}" in replies(forge)[-1]
 
 
@@ -65,7 +65,7 @@ def test_the_requester_cannot_approve_by_comment(deliver, waiting, forge):
     )
     process_all()
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
     assert "requester cannot approve" in replies(forge)[-1]
 
 
@@ -76,7 +76,7 @@ def test_a_non_writers_command_is_ignored(deliver, waiting, forge):
     )
     process_all()
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval" and replies(forge) == []
+    assert waiting.status == "escalated" and replies(forge) == []
 
 
 def test_changes_send_the_plan_back(deliver, waiting, forge):
@@ -112,3 +112,16 @@ def test_the_plan_label_asks_for_approval_and_records_the_requester(
     task = Task.objects.get(issue_number=payload["issue"]["number"])
     assert task.plan_approval_required
     assert task.requester_login == "Codertocat"
+
+
+def test_answer_on_a_plan_gate_says_how_to_decide(deliver, waiting, forge):
+    # The task is escalated with the gate's escalation: `@codex answer`
+    # reaches it, and tells a person the gate's own decisions.
+    assert waiting.escalations.open().get().reason == "plan_approval"
+    deliver("issue_comment", comment("@codex answer looks fine", comment_id=905))
+    process_all()
+    waiting.refresh_from_db()
+    assert waiting.status == "escalated"
+    reply = replies(forge)[-1]
+    assert "waits for a decision, not an answer" in reply
+    assert f"@codex approve {waiting.open_gate.subject}" in reply

@@ -185,7 +185,7 @@ class TaskSerializer(PrebuiltFieldsMixin, serializers.ModelSerializer):
 class GateSerializer(serializers.Serializer):
     """The gate a task waits at (docs/gates.md): what for, why, on what."""
 
-    kind = serializers.CharField(help_text="plan or merge")
+    kind = serializers.CharField(help_text="plan, merge or spend")
     mode = serializers.CharField(help_text="approval, or manual (a person merges)")
     reason = serializers.CharField()
     subject = serializers.CharField(
@@ -214,8 +214,8 @@ class TaskDetailSerializer(TaskSerializer):
 
     @extend_schema_field(GateSerializer(allow_null=True))
     def get_waiting_for(self, task: Task) -> dict | None:
-        """The open gate of a task in awaiting_approval, else null."""
-        if task.status != Status.AWAITING_APPROVAL:
+        """The open gate of a task escalated at a gate, else null."""
+        if task.status != Status.ESCALATED:
             return None
         gate = task.open_gate
         return None if gate is None else dict(GateSerializer(gate).data)
@@ -350,9 +350,21 @@ class EscalationSerializer(serializers.ModelSerializer):
 
 
 class EscalationResolveSerializer(StrictInputMixin, serializers.Serializer):
-    """A person's answer: one answer per question, a decision, a note."""
+    """A person's answer: one answer per question, a decision, a note. A
+    gate's escalation (reason plan_approval, merge_approval, spend_cap) takes
+    the gate's decisions: approve or request_changes (the note says what to
+    change), naming what was decided on in `subject`; resume at a spend cap
+    once it is raised."""
 
     decision = serializers.ChoiceField(choices=Decision.choices)
+    subject = serializers.CharField(
+        max_length=64,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="A gate's plan version or head commit you decide on (required "
+        "to approve or send back a plan).",
+    )
     answers = serializers.ListField(
         child=serializers.CharField(max_length=10_000, allow_blank=True),
         max_length=50,
@@ -364,7 +376,21 @@ class EscalationResolveSerializer(StrictInputMixin, serializers.Serializer):
     )
 
     def validate(self, attrs: dict) -> dict:
-        questions = self.context["escalation"].questions or []
+        escalation = self.context["escalation"]
+        if attrs["decision"] not in escalation.decisions:
+            raise serializers.ValidationError(
+                {
+                    "decision": [
+                        f"A {escalation.get_reason_display().lower()} is answered "
+                        f"with {', '.join(escalation.decisions)}."
+                    ]
+                }
+            )
+        if attrs["decision"] == Decision.REQUEST_CHANGES and not attrs["resolution"]:
+            raise serializers.ValidationError(
+                {"resolution": ["Say what should change."]}
+            )
+        questions = escalation.questions or []
         answers = attrs["answers"]
         resuming = attrs["decision"] == Decision.RESUME
         if (answers or (resuming and questions)) and len(answers) != len(questions):

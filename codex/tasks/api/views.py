@@ -11,6 +11,7 @@ from django_fsm import TransitionNotAllowed
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import generics, mixins, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -56,6 +57,7 @@ from codex.tasks.models import (
     AlreadyResolved,
     CreatedBy,
     Escalation,
+    GateRefused,
     Task,
 )
 
@@ -339,7 +341,8 @@ class EscalationViewSet(ReadOnlyApiViewSet):
 
 
 class EscalationResolve(ApiMixin, APIView):
-    """POST /api/escalations/{id}/resolve/: answers and resume, fail or cancel."""
+    """POST /api/escalations/{id}/resolve/: answers and resume, fail or cancel;
+    a gate's escalation is approved or sent back here too (docs/gates.md)."""
 
     permission_classes = [EscalationPermission]
     conflicts = True
@@ -371,6 +374,10 @@ class EscalationResolve(ApiMixin, APIView):
                 decision=exc.escalation.decision,
                 resolved_by=exc.escalation.resolved_by_label,
             ) from None
+        except GateRefused as refused:
+            if refused.is_about_the_person:
+                raise PermissionDenied(refused.reason) from None
+            raise Conflict(refused.reason, code="gate_refused") from None
         except (TransitionNotAllowed, LeaseUnavailable, VersionConflict) as exc:
             raise domain_conflict(task, "resolve its escalation", exc) from None
         return Response(EscalationSerializer(escalation).data)

@@ -4,13 +4,14 @@ from django.db import models
 
 
 class Status(models.TextChoices):
+    """The eight statuses of a task (docs/domain/tasks.md#task-status). A task
+    waiting at a gate is `escalated`, with the gate's own escalation."""
+
     PENDING = "pending", "Pending"
     IN_PROGRESS = "in_progress", "In progress"
     BLOCKED = "blocked", "Blocked"
     ESCALATED = "escalated", "Escalated"
     PAUSED = "paused", "Paused"
-    # A gate: a person approves the plan or the merge (codex.tasks.models.gates).
-    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"

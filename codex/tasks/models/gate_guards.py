@@ -1,5 +1,8 @@
 """The guards of the gates as named predicates over a task (docs/gates.md).
 
+A task waiting at a gate is `escalated` with the gate's escalation; these
+guards keep the gate's own rules whichever way the answer comes.
+
 A decision on a gate is put on the task (`_gate_decision`, a PendingDecision)
 by Task.decide_gate before the transition runs; django-fsm then calls these
 with the task. `REFUSALS` gives each guard the reason a person is shown when
@@ -166,6 +169,9 @@ REFUSALS = {
     "changed since you looked): reload and decide on what is there now",
     plan_cycles_remain: "the plan was sent back the maximum number of times; "
     "approve it or cancel the task",
+    spend_is_under_the_caps: "the month's spend is still at a cap: raise the "
+    "repository's cap in the console (Repositories) or CODEX_MONTHLY_CAP_USD "
+    "first, or wait for next month",
 }
 
 

@@ -1,9 +1,13 @@
 """The gates' status transitions of a task (docs/gates.md), mixed into Task.
 
-in_progress ─await_approval─▶ awaiting_approval
-awaiting_approval ─approve─▶ in_progress          (plan: on to implementation)
-awaiting_approval ─request_changes─▶ in_progress  (plan: back to the planner)
-awaiting_approval ─notice_merge─▶ completed       (a person merged)
+A task waiting at a gate is `escalated`, with an escalation of the gate's
+kind; each way out is a transition back to `in_progress`:
+
+in_progress ─await_approval─▶ escalated          (a gate opens, with its escalation)
+escalated ─approve─▶ in_progress                 (plan: on to implementation)
+escalated ─request_changes─▶ in_progress         (plan: back to the planner)
+escalated ─notice_merge─▶ in_progress            (a person merged; `complete` follows)
+escalated ─lift_cap─▶ in_progress                (spend under the caps)
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from django_fsm import transition
 
 from codex.events.models import EventKind
 from codex.tasks.models import gate_guards, guards
-from codex.tasks.models.choices import Agent, Phase, PhaseStatus, Status
+from codex.tasks.models.choices import Phase, PhaseStatus, Status
+from codex.tasks.models.escalation import GATE_REASONS, Escalation
 from codex.tasks.models.gates import (
     Decider,
     Gate,
@@ -36,7 +41,7 @@ class GateTransitions:
     @transition(
         field="status",
         source=Status.IN_PROGRESS,
-        target=Status.AWAITING_APPROVAL,
+        target=Status.ESCALATED,
         custom={"admin": False},
     )
     def await_approval(
@@ -48,14 +53,26 @@ class GateTransitions:
         mode: str = GateMode.APPROVAL,
         subject: str = "",
     ) -> None:
-        """Wait for a person: open a gate saying on what and why."""
-        gate = Gate(task=self, kind=kind, mode=mode, reason=reason, subject=subject)
+        """Wait for a person: an escalation of the gate's kind (announced and
+        answered like every escalation) and the gate saying on what and why;
+        the phase stays."""
+        escalation = Escalation(
+            task=self, phase=self.phase, reason=GATE_REASONS[kind], detail=reason
+        )
+        gate = Gate(
+            task=self,
+            kind=kind,
+            mode=mode,
+            reason=reason,
+            subject=subject,
+            escalation=escalation,
+        )
+        self.on_save(escalation.save)
         self.on_save(gate.save)
-        self.on_save(lambda: _announce(self, gate))
 
     @transition(
         field="status",
-        source=Status.AWAITING_APPROVAL,
+        source=Status.ESCALATED,
         target=Status.IN_PROGRESS,
         conditions=list(gate_guards.APPROVE_GUARDS),
         custom={"admin": False},
@@ -66,7 +83,7 @@ class GateTransitions:
 
     @transition(
         field="status",
-        source=Status.AWAITING_APPROVAL,
+        source=Status.ESCALATED,
         target=Status.IN_PROGRESS,
         conditions=list(gate_guards.REQUEST_CHANGES_GUARDS),
         custom={"admin": False},
@@ -94,8 +111,8 @@ class GateTransitions:
 
     @transition(
         field="status",
-        source=Status.AWAITING_APPROVAL,
-        target=Status.COMPLETED,
+        source=Status.ESCALATED,
+        target=Status.IN_PROGRESS,
         conditions=[
             guards.phase_is_release,
             guards.pull_request_merged,
@@ -104,28 +121,26 @@ class GateTransitions:
         custom={"admin": False},
     )
     def notice_merge(self, *, by: str, reason: str = "merged by a person") -> None:
-        """A person merged the pull request the task waited on: done."""
-        now = timezone.now()
-        self.on_save(
-            lambda: self.gates.open().update(
-                decision=GateDecision.MERGED, decided_by=by, decided_at=now
-            )
-        )
+        """A person merged the pull request the task waited on: the gate
+        closes; `complete` follows in the same write (take_merge)."""
+        self._settle_open_gate(GateDecision.MERGED, by=by)
         self.record(
             EventKind.CONTROL,
             by=by,
             reason=f"merge gate: merged by a person ({reason})",
             data={"gate": GateKind.MERGE, "decision": GateDecision.MERGED},
         )
-        self._clear_block()
-        self._finish_phase(now)
-        self.current_agent = Agent.NONE
-        self.finished_at = now
-        self.enqueue_with_save("codex.tasks.jobs.clean_up_task", self.task_id)
+
+    def take_merge(self, *, by: str, reason: str) -> None:
+        """A person merged what waited at the merge gate: the gate closes
+        (escalated → in_progress) and the task completes (in_progress →
+        completed), two transitions of one write."""
+        self.notice_merge(by=by, reason=reason)
+        self.complete(by=by, reason=reason)
 
     @transition(
         field="status",
-        source=Status.AWAITING_APPROVAL,
+        source=Status.ESCALATED,
         target=Status.IN_PROGRESS,
         conditions=[
             gate_guards.waits_at_a_spend_cap,
@@ -135,20 +150,26 @@ class GateTransitions:
     )
     def lift_cap(self, *, by: str, reason: str = "spend under the caps again") -> None:
         """The month's spend is under the caps again: the next step runs."""
-        now = timezone.now()
-        self.on_save(
-            lambda: self.gates.open().update(
-                decision=GateDecision.UNDER_CAP, decided_by=by, decided_at=now
-            )
-        )
+        self._settle_open_gate(GateDecision.UNDER_CAP, by=by)
 
     # -- helpers ------------------------------------------------------------
+
+    def _settle_open_gate(self, decision: str, *, by: str) -> None:
+        """Close the open gate with `decision` by `by`, with its escalation
+        (saved with the transition)."""
+        gate = self.open_gate
+        if gate is None:
+            return
+        gate.decision, gate.decided_by = decision, by
+        gate.decided_at = timezone.now()
+        gate.settle_escalation(gate.decided_at)
+        self.on_save(gate.save_with_escalation)
 
     def _close_gate(self) -> None:
         pending: PendingDecision = self.__dict__.pop("_gate_decision")
         pending.gate.record_decision(pending)
         gate = pending.gate
-        self.on_save(gate.save)
+        self.on_save(gate.save_with_escalation)
         self.record(
             EventKind.CONTROL,
             by=pending.decider.label,
@@ -159,8 +180,8 @@ class GateTransitions:
 
     @property
     def open_gate(self) -> Gate | None:
-        """The gate the task waits at, if any."""
-        return self.gates.open().first()
+        """The gate the task waits at, if any (with its escalation)."""
+        return self.gates.open().select_related("escalation").first()
 
     def decide_gate(
         self: Task,
@@ -179,7 +200,7 @@ class GateTransitions:
         nothing is written then. LeaseUnavailable / VersionConflict as perform.
         """
         gate = self.open_gate
-        if gate is None or self.status != Status.AWAITING_APPROVAL:
+        if gate is None or self.status != Status.ESCALATED:
             raise GateRefused(f"{self.task_id} is not waiting for approval")
         feedback = (feedback or "").replace("\x00", "").strip()[:10_000]
         pending = PendingDecision(gate, decision, decider, subject or "", feedback)
@@ -216,17 +237,3 @@ class GateTransitions:
         finally:
             self.__dict__.pop("_gate_decision", None)
         return self
-
-
-def _announce(task: Task, gate: Gate) -> None:
-    """Tell the operators a task waits for a person (every configured
-    channel, once per gate)."""
-    from codex.notifications.announcements import announce, task_link
-
-    announce(
-        f"waiting:{task.task_id}:{gate.pk}",
-        subject=f"{task.task_id} waits: {gate.get_kind_display().lower()}",
-        body=f"{task.task_id} ({task.title}) in {task.repository.full_name} "
-        f"waits for a person: {gate.reason}\n{task_link(task)}",
-        task=task,
-    )

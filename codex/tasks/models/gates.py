@@ -5,10 +5,16 @@ repository's policy or the request), spec.md, plan.md and tasks.md wait for a
 person to approve them or to ask for changes. At release, when the
 repository's merge gate is `approval`, the pull request waits for a person
 with write access other than the requester to approve it; when it is
-`manual`, for a person to merge it. A gate is opened by the task's
-`await_approval` transition and closed by `approve`, `request_changes` or
-`notice_merge` (codex.tasks.models.gate_transitions); who decided and when
-stays on the gate and in the event log.
+`manual`, for a person to merge it. A third kind waits at a monthly spend
+cap until it is raised.
+
+While a task waits at a gate its status is `escalated`, with an escalation of
+the gate's own kind (plan_approval, merge_approval, spend_cap) answered where
+every escalation is answered; the Gate row keeps what the decision is about
+(`subject`, `mode`) and, once decided, who decided and when. A gate is
+opened by the task's `await_approval` transition and closed by `approve`,
+`request_changes`, `notice_merge` or `lift_cap`
+(codex.tasks.models.gate_transitions), which resolve its escalation with it.
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ class GateDecision(models.TextChoices):
     MERGED = "merged", "Merged by a person"
     WITHDRAWN = "withdrawn", "Withdrawn (the task ended)"
     UNDER_CAP = "under_cap", "Spend back under the cap"
+
+
+# The escalation's decision a gate's decision stands for.
+ESCALATION_DECISION = {
+    GateDecision.APPROVED: "approve",
+    GateDecision.CHANGES_REQUESTED: "request_changes",
+    GateDecision.MERGED: "resume",
+    GateDecision.UNDER_CAP: "resume",
+    GateDecision.WITHDRAWN: "cancel",
+}
 
 
 class GateRefused(Exception):
@@ -112,6 +128,15 @@ class Gate(models.Model):
     task = models.ForeignKey(
         "tasks.Task", on_delete=models.CASCADE, related_name="gates"
     )
+    # The escalation the task waits with (none for an approval recorded from
+    # the forge without a wait).
+    escalation = models.OneToOneField(
+        "tasks.Escalation",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="gate",
+    )
     kind = models.CharField(max_length=10, choices=GateKind.choices)
     mode = models.CharField(
         max_length=10, choices=GateMode.choices, default=GateMode.APPROVAL
@@ -151,12 +176,42 @@ class Gate(models.Model):
         return not self.decision
 
     def record_decision(self, pending: PendingDecision) -> None:
-        """Write `pending` onto the gate (saved with the task's transition)."""
+        """Write `pending` onto the gate and its escalation (both saved with
+        the task's transition)."""
         self.decision = pending.decision
         self.decided_by = pending.decider.label
         self.decided_by_user = pending.decider.user
         self.decided_at = timezone.now()
         self.feedback = pending.feedback
+        self.settle_escalation(self.decided_at)
+
+    def settle_escalation(self, now) -> None:
+        """The gate's escalation answered with the gate's decision and taken
+        at once (the task goes on in the same write): resolved and consumed,
+        by whoever decided the gate."""
+        escalation = self.escalation
+        if escalation is None or escalation.resolved_at is not None:
+            return
+        escalation.resolved_at = escalation.consumed_at = now
+        escalation.decision = ESCALATION_DECISION[self.decision]
+        escalation.resolved_by_label = self.decided_by
+        escalation.resolved_by = self.decided_by_user
+        escalation.resolution = self.feedback or self.get_decision_display()
+
+    def save_with_escalation(self) -> None:
+        """Save the gate and its settled escalation (a task's on_save)."""
+        if self.escalation is not None and self.escalation.resolved_at is not None:
+            self.escalation.save(
+                update_fields=[
+                    "resolved_at",
+                    "consumed_at",
+                    "decision",
+                    "resolved_by_label",
+                    "resolved_by",
+                    "resolution",
+                ]
+            )
+        self.save()
 
     def as_event_data(self) -> dict[str, Any]:
         """The gate's decision for the event log."""

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from codex.core.store import VersionedQuerySet, hot_row
@@ -53,6 +53,16 @@ class TaskQuerySet(VersionedQuerySet):
 
     def active(self) -> TaskQuerySet:
         return self.exclude(status__in=TERMINAL_STATUSES)
+
+    def held_for_a_person(self) -> TaskQuerySet:
+        """Tasks that wait for a person without an escalation, oldest first
+        (docs/domain/tasks.md#inbox): blocked with no retry time (nothing
+        retries them until a person unblocks them, #retries) and paused
+        (nothing resumes them but a person)."""
+        return self.filter(
+            models.Q(status="blocked", blocked_until__isnull=True)
+            | models.Q(status="paused")
+        ).order_by("phase_entered_at", "id")
 
     @hot_row
     def with_repository(self, task_id: str) -> TaskQuerySet:

@@ -114,3 +114,20 @@ class ReviewReport(models.Model):
         return sum(
             1 for comment in self.comments if comment.get("severity") == "blocking"
         )
+
+    def tally_comments(self) -> None:
+        """The feedback's blocking_count, suggestion_count and priority_order
+        (blocking first, in the comments' order) for the report's comments as
+        they are now: after a person's review on the pull request joined the
+        reviewer's (docs/domain/tasks.md#review-report)."""
+        comments = [c for c in self.comments if isinstance(c, dict)]
+        blocking = [c.get("id") for c in comments if c.get("severity") == "blocking"]
+        suggestions = [
+            c.get("id") for c in comments if c.get("severity") == "suggestion"
+        ]
+        self.feedback = {
+            **(self.feedback or {}),
+            "blocking_count": len(blocking),
+            "suggestion_count": len(suggestions),
+            "priority_order": [i for i in (*blocking, *suggestions) if i],
+        }

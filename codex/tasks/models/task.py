@@ -90,24 +90,24 @@ class Task(
     People and jobs change it through `perform` and the other calls of
     TaskActions (codex.tasks.models.task_actions).
 
-    Status (docs/domain/tasks.md#task-status; every non-terminal state may also
-    be cancelled)::
+    Status (docs/domain/tasks.md#task-status): exactly eight statuses; every
+    non-terminal one may also be cancelled::
 
         pending ──start──▶ in_progress ──complete──▶ completed
                             │  ▲  ▲  ▲
               block ◀───────┘  │  │  └── resolve ── escalated ◀── escalate
               blocked ─unblock─┘  └── resume ── paused ◀── pause
         fail: in_progress | blocked | escalated ──▶ failed
-        cancel: pending | in_progress | blocked | escalated | paused
-                | awaiting_approval ──▶ cancelled
+        cancel: pending | in_progress | blocked | escalated | paused ──▶ cancelled
 
-    Gates (codex.tasks.models.gate_transitions, docs/gates.md)::
+    Gates (codex.tasks.models.gate_transitions, docs/gates.md): a task waiting
+    for a person's approval, merge or raised cap is escalated with the gate's
+    own escalation::
 
-        in_progress ─await_approval─▶ awaiting_approval ─approve─▶ in_progress
-        awaiting_approval ─request_changes─▶ in_progress  (plan, cycles < 3)
-        awaiting_approval ─notice_merge─▶ completed       (a person merged)
-        awaiting_approval ─lift_cap─▶ in_progress         (spend under the caps)
-        fail: awaiting_approval ──▶ failed
+        in_progress ─await_approval─▶ escalated ─approve─▶ in_progress
+        escalated ─request_changes─▶ in_progress  (plan, cycles < 3)
+        escalated ─notice_merge─▶ in_progress     (a person merged; complete follows)
+        escalated ─lift_cap─▶ in_progress         (spend under the caps)
 
     Phase (docs/domain/tasks.md#task-phase; all only while in_progress)::
 

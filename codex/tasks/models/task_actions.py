@@ -125,9 +125,15 @@ class TaskActions:
         resolution: str = "",
         answers: list[Any] | None = None,
         user=None,
+        login: str = "",
+        subject: str = "",
     ) -> Task:
         """A person's answer to the open escalation: recorded once, then the task
         resumes, fails or is cancelled, all in one transaction under the lease.
+
+        A gate's escalation (docs/gates.md) is answered with the gate's own
+        decisions and rules (`answer_gate`); failing or cancelling it is
+        answered here like any other.
 
         Raises AlreadyResolved when someone resolved it first (the resolution is
         consumed on the first transition, docs/domain/tasks.md#escalations),
@@ -138,6 +144,21 @@ class TaskActions:
 
         if escalation.task_id != self.pk:
             raise ValueError(f"escalation {escalation.pk} is not one of {self.task_id}")
+        if escalation.is_gate and decision not in (Decision.FAIL, Decision.CANCEL):
+            return self.answer_gate(
+                escalation,
+                decision=decision,
+                by=by,
+                note=resolution,
+                user=user,
+                login=login,
+                subject=subject,
+            )
+        if decision not in escalation.decisions:
+            raise ValueError(
+                f"a {escalation.get_reason_display().lower()} is answered with "
+                f"{', '.join(escalation.decisions)}, not {decision}"
+            )
         reason = resolution or f"escalation resolved: {decision}"
         try:
             with transaction.atomic():
@@ -166,4 +187,61 @@ class TaskActions:
             raise
         if self.status == Status.IN_PROGRESS:
             enqueue_on_commit(ADVANCE_JOB, self.task_id)
+        return self
+
+    def answer_gate(
+        self,
+        escalation,
+        *,
+        decision: str,
+        by: str,
+        note: str = "",
+        user=None,
+        login: str = "",
+        subject: str = "",
+    ) -> Task:
+        """A person's answer to a gate's escalation (docs/gates.md): approve
+        or ask for changes (the gate's guards decide: never the requester
+        alone, never Codex, on the current version), or, at a spend cap,
+        resume once the spend is under the caps. The caller checked that the
+        person may decide gates (a team role, write access on the forge).
+
+        Raises AlreadyResolved when the gate was decided meanwhile, GateRefused
+        with the reason when its rules refuse; nothing is written then."""
+        from codex.tasks.models.escalation import AlreadyResolved, Decision
+        from codex.tasks.models.gate_guards import REFUSALS, spend_is_under_the_caps
+        from codex.tasks.models.gates import Decider, GateDecision, GateRefused
+
+        escalation.refresh_from_db()
+        if not escalation.is_open:
+            raise AlreadyResolved(escalation)
+        if decision not in escalation.decisions:
+            raise GateRefused(
+                f"a {escalation.get_reason_display().lower()} is answered with "
+                f"{' or '.join(escalation.decisions)}, not {decision}",
+                "gate_is_for_a_person",
+            )
+        gate = escalation.gate
+        if decision == Decision.RESUME:  # a spend cap: only a raised cap lifts it
+            try:
+                self.perform("lift_cap", by=by, reason=note or "cap raised")
+            except TransitionNotAllowed:
+                refusal = REFUSALS[spend_is_under_the_caps]
+                raise GateRefused(refusal, "spend_is_under_the_caps") from None
+        elif gate.kind == "plan" and not subject:
+            raise GateRefused(
+                "name the plan version you decide on: the current one is "
+                f"{gate.subject}",
+                "decision_is_on_the_current_subject",
+            )
+        else:
+            self.decide_gate(
+                GateDecision.APPROVED
+                if decision == Decision.APPROVE
+                else GateDecision.CHANGES_REQUESTED,
+                decider=Decider(label=by, user=user, login=login, may_approve=True),
+                subject=subject,
+                feedback=note,
+            )
+        escalation.refresh_from_db()  # decided with its gate: the caller shows it
         return self

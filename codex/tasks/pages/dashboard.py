@@ -4,7 +4,8 @@ however many tasks and runs there are.
 Definitions (shown on the page too):
 
 - success rate: completed ÷ finished (completed, failed, cancelled) tasks;
-- escalation rate: tasks escalated at least once ÷ all tasks;
+- escalation rate: tasks escalated at least once ÷ all tasks (a wait at a
+  gate, docs/gates.md, is a step of the policy, not a rescue: not counted);
 - cycles to green: verification_cycles + review_cycles, averaged over
   completed tasks;
 - cost per merged pull request: the agent runs' cost of tasks whose pull
@@ -31,6 +32,7 @@ from codex.tasks.models import (
     Status,
     Task,
 )
+from codex.tasks.models.escalation import GATE_REASONS
 from codex.tasks.spend_caps import cap_lines, month_start
 
 THROUGHPUT_DAYS = 14
@@ -195,7 +197,12 @@ def build(today: date | None = None) -> Dashboard:
 
     # 2. Tasks escalated at least once, counted in the (small) escalation table
     # rather than probed once per task.
-    board.escalated_tasks = Escalation.objects.values("task").distinct().count()
+    board.escalated_tasks = (
+        Escalation.objects.exclude(reason__in=GATE_REASONS.values())
+        .values("task")
+        .distinct()
+        .count()
+    )
     board.escalation_rate = percent(board.escalated_tasks, board.total_tasks)
 
     # 3. Throughput: completions per day over the window, days without any too.

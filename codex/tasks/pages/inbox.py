@@ -1,6 +1,11 @@
-"""The escalation inbox: open escalations, newest first, each with its
-answer form, and the answer itself (the task resumes, fails or is
-cancelled). A stale form gets a message saying what happened, not an error.
+"""The inbox: everything waiting for a person. Open escalations, newest
+first, each with the one action that helps and its answer form (gates
+included: a plan or merge approval, a spend cap, answered with the gate's own
+decisions and rules, docs/gates.md), then the tasks blocked until a person
+unblocks them, with their reason and the Retry button, and the paused ones
+with Resume. And the answer
+itself (the task resumes, fails or is cancelled, or the gate is decided). A
+stale form gets a message saying what happened, not an error.
 """
 
 from __future__ import annotations
@@ -18,17 +23,23 @@ from django_fsm import TransitionNotAllowed
 from codex.accounts.decorators import allowed_to
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.forms import EscalationAnswerForm
-from codex.tasks.models import AlreadyResolved, Escalation, Task
-from codex.tasks.pages.people import waiting_gates
+from codex.tasks.models import AlreadyResolved, Escalation, GateRefused, Task
+from codex.tasks.pages.actions import may_control
 from codex.tasks.pages.views import actor_of
 
 INBOX_PAGE_SIZE = 20
+BLOCKED_SHOWN = 50
+BLOCKED_STEP = (
+    "Fix what the reason says (a setting, a credential, the forge), then retry "
+    "it now: nothing retries it on its own."
+)
+PAUSED_STEP = "Resume it when it should go on, or cancel it."
 
 
 def open_escalations() -> QuerySet[Escalation]:
     return (
         Escalation.objects.open()
-        .select_related("task", "task__repository")
+        .select_related("task", "task__repository", "gate")
         .order_by("-created_at", "-id")
     )
 
@@ -47,10 +58,25 @@ def _render_inbox(
     ]
     if bound is not None and all(f is not bound for f in forms):
         forms.insert(0, bound)  # keep the person's input even on another page
+    blocked = list(
+        Task.objects.held_for_a_person().select_related("repository")[
+            : BLOCKED_SHOWN + 1
+        ]
+    )
     return render(
         request,
         "codex/inbox.html",
-        {"page": page, "forms": forms, "gates": waiting_gates()},
+        {
+            "page": page,
+            "forms": forms,
+            "blocked": blocked[:BLOCKED_SHOWN],
+            "blocked_count": len(blocked)
+            if len(blocked) <= BLOCKED_SHOWN
+            else Task.objects.held_for_a_person().count(),
+            "blocked_step": BLOCKED_STEP,
+            "paused_step": PAUSED_STEP,
+            "may_retry": may_control(request.user),
+        },
         status=status,
     )
 
@@ -58,7 +84,9 @@ def _render_inbox(
 @allowed_to("escalation.read")
 @require_safe
 def inbox(request: HttpRequest) -> HttpResponse:
-    """Open escalations, newest first, each with its answer form."""
+    """Everything waiting for a person: open escalations, newest first, each
+    with its answer form, and the tasks blocked until a person unblocks them
+    or paused."""
     return _render_inbox(request)
 
 
@@ -66,7 +94,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
 @require_POST
 def resolve(request: HttpRequest, pk: int) -> HttpResponse:
     """Record a person's answer to an escalation; the task resumes, fails or is
-    cancelled. A stale form (resolved meanwhile, or the task moved on) gets a
+    cancelled, or the gate is decided (its guards may refuse, saying why). A
+    stale form (resolved meanwhile, or the task moved on) gets a
     message saying what happened instead of an error."""
     escalation = get_object_or_404(Escalation.objects.select_related("task"), pk=pk)
     form = EscalationAnswerForm(request.POST, escalation=escalation)
@@ -85,7 +114,11 @@ def resolve(request: HttpRequest, pk: int) -> HttpResponse:
             resolution=form.cleaned_data["resolution"],
             answers=form.answers,
             user=request.user,
+            subject=form.cleaned_data["subject"],
         )
+    except GateRefused as refused:
+        messages.error(request, f"Not accepted: {refused.reason}.")
+        return redirect(_back_to(request))
     except AlreadyResolved as exc:
         messages.warning(request, _already_resolved_message(exc.escalation, task))
     except TransitionNotAllowed:

@@ -19,7 +19,6 @@ from codex.accounts.permissions import GatePermission, SteerPermission, roles_of
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.tasks.models import (
     Decider,
-    Gate,
     GateDecision,
     GateRefused,
     Status,
@@ -46,24 +45,13 @@ def may_steer(user) -> bool:
 
 def people_context(task: Task, user) -> dict[str, Any]:
     """What the task page shows of gates and steering for `user`."""
-    gate = task.open_gate if task.status == Status.AWAITING_APPROVAL else None
+    gate = task.open_gate if task.status == Status.ESCALATED else None
     return {
         "open_gate": gate,
         "may_decide": gate is not None and may_decide(user),
         "may_steer": not task.is_terminal and may_steer(user),
         "steering_max": MESSAGE_MAX_LENGTH,
     }
-
-
-def waiting_gates(limit: int = 50) -> list:
-    """The open gates of tasks waiting for a person, oldest first (the inbox
-    and the dashboard list them with their reason)."""
-    return list(
-        Gate.objects.open()
-        .filter(task__status=Status.AWAITING_APPROVAL)
-        .select_related("task", "task__repository")
-        .order_by("opened_at", "id")[:limit]
-    )
 
 
 def _clean(request: HttpRequest, name: str, limit: int) -> str:

@@ -51,6 +51,6 @@ def review_view(report: ReviewReport) -> dict[str, Any]:
         "comments": _entries(report.comments),
         "security_items": findings,
         # Said only when the reviewer said it: an absent section is not a pass.
-        "security_clear": found is False and not findings,
+        "security_clear": type(found) is int and found == 0 and not findings,
         "feedback_message": _text(feedback.get("message")),
     }

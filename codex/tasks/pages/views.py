@@ -171,9 +171,10 @@ def _live_output(task: Task, user) -> LiveOutput | None:
 
 
 def _answer_form(task: Task, user) -> EscalationAnswerForm | None:
-    """The open escalation's answer form, for a person who may answer it."""
+    """The open escalation's answer form, for a person who may answer it; a
+    gate's is answered in the page's gate section (and in the inbox)."""
     escalation = task.escalations.open().first()
-    if escalation is None or not may_answer(user):
+    if escalation is None or escalation.is_gate or not may_answer(user):
         return None
     return EscalationAnswerForm(escalation=escalation)
 

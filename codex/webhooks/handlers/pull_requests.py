@@ -114,11 +114,9 @@ def _update_task(
         with transaction.atomic():
             task.pr_merged = True
             task.record(EventKind.WEBHOOK, by=context.actor, reason=reason, data=data)
-            if task.status == Status.AWAITING_APPROVAL and can_proceed(
-                task.notice_merge
-            ):
+            if task.status == Status.ESCALATED and can_proceed(task.notice_merge):
                 # A person merged what waited at the merge gate (docs/gates.md).
-                task.notice_merge(by=context.actor, reason=reason)
+                task.take_merge(by=context.actor, reason=reason)
             task.save(release_lease=True)
             if task.status == Status.IN_PROGRESS:
                 enqueue_on_commit(ADVANCE_JOB, task.task_id)
@@ -250,11 +248,9 @@ def _merge_human_review(report: ReviewReport, human: dict) -> None:
             "category": "human_review",
         }
     )
-    feedback["blocking_count"] = sum(
-        1 for comment in comments if comment.get("severity") == "blocking"
-    )
     feedback.setdefault("message", human["body"])
     report.comments = comments
     report.feedback = feedback
+    report.tally_comments()
     report.assessment = Recommendation.REQUEST_CHANGES
     report.save(update_fields=["comments", "feedback", "assessment"])

@@ -53,7 +53,7 @@ def test_the_requester_alone_gets_403_with_the_reason(requester, waiting):
     error = assert_error_shape(response, 403)
     assert "requester" in error["message"]
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
 
 
 def test_an_integrator_may_not_decide(waiting):
@@ -148,7 +148,7 @@ def test_a_new_task_may_ask_for_plan_approval(api_client):
 
 def test_the_task_says_what_it_waits_for(api_client, waiting):
     body = api_client.get(f"/api/tasks/{waiting.task_id}/").json()
-    assert body["status"] == "awaiting_approval"
+    assert body["status"] == "escalated"
     assert body["waiting_for"]["kind"] == "plan"
     assert body["waiting_for"]["subject"] == waiting.open_gate.subject
     assert body["waiting_for"]["reason"] == "the plan waits"

@@ -30,6 +30,13 @@ BLOCKING = {
     "category": "security",
 }
 SUGGESTION = {**BLOCKING, "id": "R002", "severity": "suggestion"}
+VULNERABILITY = {
+    "type": "CWE-256",
+    "description": "Plaintext Storage of Password",
+    "severity": "critical",
+    "file": "src/auth/auth.service.ts",
+    "line": 45,
+}
 
 
 def url(task, kind: str, cycle: int | str) -> str:
@@ -87,6 +94,46 @@ def test_a_verification_report_is_served_in_its_files_format(api_client):
     assert report["created_at"].endswith("Z")
 
 
+def test_a_verification_reports_sections_are_the_formats_key_by_key(api_client):
+    task = make_task()
+    VerificationReport.objects.create(
+        task=task,
+        cycle=1,
+        failures=[{**FAILURE, "pre_existing": True}, {"name": "lint", "check": "lint"}],
+        acceptance_criteria=[
+            {"criterion": "a", "status": "passed", "evidence": "ok", "met": True},
+            {"criterion": "b", "status": "failed", "evidence": "500", "issue_ref": "x"},
+        ],
+        recommendation="request_changes",
+        feedback={
+            "priority": "high",
+            "summary": "Login is broken",
+            "items": ["Fix failing test login", {"severity": "major", "line": 3}],
+            "checks": [{"kind": "test"}],
+        },
+    )
+
+    report = yaml.safe_load(api_client.get(url(task, "verification", 1)).content)
+
+    assert report["test_results"]["failures"] == [
+        FAILURE,
+        {"name": "lint", "error": None, "file": None, "line": None},
+    ]
+    assert report["acceptance_criteria"] == [
+        {"criterion": "a", "status": "passed", "evidence": "ok"},
+        {"criterion": "b", "status": "failed", "evidence": "500", "issue_ref": "x"},
+    ]
+    item = dict.fromkeys(["severity", "description", "file", "line", "suggestion"])
+    assert report["feedback"] == {
+        "priority": "high",
+        "summary": "Login is broken",
+        "items": [
+            {**item, "description": "Fix failing test login"},
+            {**item, "severity": "major", "line": 3},
+        ],
+    }
+
+
 def test_a_review_report_is_served_in_its_files_format(api_client):
     task = make_task()
     ReviewReport.objects.create(
@@ -95,8 +142,15 @@ def test_a_review_report_is_served_in_its_files_format(api_client):
         pr_url=PR,
         assessment="request_changes",
         comments=[BLOCKING, SUGGESTION],
-        security={"items": [{"type": "CWE-256", "severity": "critical"}]},
-        feedback={"message": "Hash the passwords."},
+        security={"vulnerabilities_found": 1, "items": [VULNERABILITY]},
+        # As the reviewer writes it, with what the format leaves out.
+        feedback={
+            "blocking_count": 1,
+            "suggestion_count": 1,
+            "priority_order": ["R001", "R002"],
+            "message": "Hash the passwords.",
+            "good": ["Small change"],
+        },
     )
 
     report = yaml.safe_load(api_client.get(url(task, "review", 1)).content)
@@ -112,13 +166,34 @@ def test_a_review_report_is_served_in_its_files_format(api_client):
         "feedback",
     ]
     assert report["comments"] == [BLOCKING, SUGGESTION]
-    assert report["security"]["vulnerabilities_found"] == 1
+    assert [list(comment) for comment in report["comments"]] == [list(BLOCKING)] * 2
+    assert report["security"] == {"vulnerabilities_found": 1, "items": [VULNERABILITY]}
+    assert list(report["security"]["items"][0]) == list(VULNERABILITY)
     assert report["feedback"] == {
         "blocking_count": 1,
         "suggestion_count": 1,
         "priority_order": ["R001", "R002"],
         "message": "Hash the passwords.",
     }
+
+
+def test_the_export_never_counts_what_the_reviewer_did_not_say(api_client):
+    task = make_task()
+    ReviewReport.objects.create(
+        task=task,
+        cycle=1,
+        assessment="approve",
+        comments=[{**SUGGESTION, "extra": "not in the format"}],
+        security={"items": [VULNERABILITY]},
+    )
+
+    report = yaml.safe_load(api_client.get(url(task, "review", 1)).content)
+
+    assert report["security"]["vulnerabilities_found"] is None
+    assert report["feedback"] == dict.fromkeys(
+        ["blocking_count", "suggestion_count", "priority_order", "message"]
+    )
+    assert list(report["comments"][0]) == list(BLOCKING)
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,6 @@ def test_numbers_match_the_data(data):
         "blocked": 0,
         "escalated": 1,
         "paused": 0,
-        "awaiting_approval": 0,
         "completed": 3,
         "failed": 2,
         "cancelled": 1,
@@ -220,3 +219,13 @@ def test_the_indexes_behind_the_aggregates_exist():
     with connection.cursor() as cursor:
         names = set(connection.introspection.get_constraints(cursor, "tasks_task"))
     assert {"task_dashboard", "task_completed_finished", "task_merged"} <= names
+
+
+def test_a_wait_at_a_gate_is_not_counted_as_an_escalation():
+    from tests.factories import waiting_for_plan_approval
+
+    waiting_for_plan_approval(make_task())
+    escalate(make_task())
+    board = dashboard.build(today=TODAY)
+    assert board.by_status and board.escalated_tasks == 1
+    assert board.escalation_rate == pytest.approx(50)

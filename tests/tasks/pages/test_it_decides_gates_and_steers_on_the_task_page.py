@@ -56,7 +56,7 @@ def test_the_requester_is_told_why_not(client, requester, waiting):
     response = decide(client, waiting, "approve")
     assert "requester cannot approve" in response.content.decode()
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
 
 
 def test_an_integrator_sees_no_form_and_may_not_post(client, waiting):
@@ -68,7 +68,7 @@ def test_an_integrator_sees_no_form_and_may_not_post(client, waiting):
     )
     assert response.status_code == 403
     waiting.refresh_from_db()
-    assert waiting.status == "awaiting_approval"
+    assert waiting.status == "escalated"
 
 
 def test_changes_without_text_are_refused(member_client, waiting):

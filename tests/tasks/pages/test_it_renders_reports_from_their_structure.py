@@ -27,7 +27,7 @@ def test_a_security_section_without_findings_has_no_bullets(member_client):
         task=task,
         cycle=1,
         assessment="approve",
-        security={"vulnerabilities_found": False},
+        security={"vulnerabilities_found": 0, "items": []},
         feedback={"blocking_count": 0, "message": "Looks good"},
     )
 
@@ -46,10 +46,10 @@ def test_security_findings_are_listed(member_client):
         cycle=1,
         assessment="request_changes",
         security={
-            "vulnerabilities_found": True,
+            "vulnerabilities_found": 1,
             "items": [
                 {
-                    "type": "sqli",
+                    "type": "CWE-89",
                     "description": "raw SQL",
                     "severity": "high",
                     "file": "db.py",
@@ -62,7 +62,7 @@ def test_security_findings_are_listed(member_client):
 
     html = html_of(member_client, task)
 
-    assert "<strong>sqli</strong>: raw SQL <code>db.py:9</code>" in html
+    assert "<strong>CWE-89</strong>: raw SQL <code>db.py:9</code>" in html
     assert "not an object" not in html
 
 
@@ -118,3 +118,9 @@ def test_the_page_says_blocked_since(member_client):
     assert 'data-phase-status="blocked"' in html
     assert "Blocked since" in html and "forge down" in html
     assert "In progress" not in html.split('class="phases"')[1].split("</table>")[0]
+
+
+def test_a_review_that_did_not_scan_is_not_shown_as_clear(member_client):
+    task = make_task()
+    ReviewReport.objects.create(task=task, cycle=1, assessment="approve", security={})
+    assert "No vulnerabilities found." not in html_of(member_client, task)
