@@ -16,7 +16,8 @@ run and never waiting longer than CODEX_MODEL_INLINE_WAIT_SECONDS (2 here). A
 429 asking for 3 s is longer than that: the run ends, the task is blocked
 until the retry-after has passed, resume_due_tasks (the scheduler's job,
 driven here every half second instead of every minute) puts it back, and the
-phase runs again from its first turn.
+phase's run goes on from its checkpoint (agents/checkpoints.py): the turn
+the fault interrupted is asked again, the turns before it are not.
 
 What is checked:
 - every task completes, once, its pull request opened and merged once;
@@ -109,11 +110,12 @@ def expected_requests(number: int) -> tuple[Counter, int]:
     asked: Counter = Counter()
     requeues = 0
     for phase in PHASES:
-        runs = 0
+        runs, turn = 0, 0
         while True:
             runs += 1
             assert runs <= MAX_RETRIES + 1, f"task {number} {phase} would escalate"
-            turn, retried, finished = 0, 0, True
+            # A requeued run resumes at the turn it stopped on (its checkpoint).
+            retried, finished = 0, True
             while turn < TURNS[phase]:
                 fault = decide(number, phase, turn, asked[phase, turn])
                 asked[phase, turn] += 1
