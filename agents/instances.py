@@ -48,13 +48,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django_fsm import TransitionNotAllowed
 
 from agents.team import role_of
+from codex.core.machine import machine_name
 from codex.core.store import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
@@ -125,7 +125,7 @@ def begin_phase_instance(
     run = running_run(task)
     process = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": machine_name(),
         "session_name": run.session_id if run is not None else "",
     }
     instance = current_instance(task, role)

@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "webhook",
         "pipeline",
         "recovery",
+        "machines",
     ]
     if args.only:
         modules = [m for m in modules if m in args.only.split(",")]

@@ -407,8 +407,11 @@ def live_pipeline(
     *,
     delay: float = 0.0,
     wrap: Callable[[ScriptedAgent], Responder] | None = None,
+    broker: Any = None,
 ) -> Iterator[LivePipeline]:
-    """The bare repository, the stub and the enqueue routing (module docstring)."""
+    """The bare repository, the stub and the enqueue routing (module docstring):
+    the test process enqueues onto `broker` (a django-q broker object; the ORM
+    one by default)."""
     from django_q.brokers.orm import ORM
 
     root = Path(root).absolute()
@@ -416,7 +419,7 @@ def live_pipeline(
     repository = register(bare)
     agent = ScriptedAgent(delay=delay)
     responder = wrap(agent) if wrap is not None else agent
-    broker = ORM()
+    broker = broker if broker is not None else ORM()
     with (
         ModelStub(responder=responder) as stub,
         mock.patch("django_q.tasks.get_broker", lambda *args, **kw: broker),

@@ -62,8 +62,11 @@ else:
 # CODEX_CLUSTER_SWEEP_SECONDS. On SIGTERM a cluster hands back the jobs it has
 # not started, waits CODEX_STOP_GRACE_SECONDS for the running ones, then stops
 # their workers and hands those back too.
+# The name leases and clusters give this machine (codex.core.machine): the
+# host name unless set; it must differ between machines sharing a database.
+CODEX_MACHINE_NAME = env_str("CODEX_MACHINE_NAME", "")
 CODEX_CLUSTER_BEAT_SECONDS = env_int("CODEX_CLUSTER_BEAT_SECONDS", 2, minimum=1)
-CODEX_CLUSTER_STALE_SECONDS = env_int("CODEX_CLUSTER_STALE_SECONDS", 30, minimum=5)
+CODEX_CLUSTER_STALE_SECONDS = env_int("CODEX_CLUSTER_STALE_SECONDS", 20, minimum=5)
 CODEX_CLUSTER_SWEEP_SECONDS = env_int("CODEX_CLUSTER_SWEEP_SECONDS", 5, minimum=1)
 CODEX_STOP_GRACE_SECONDS = env_int("CODEX_STOP_GRACE_SECONDS", 10, minimum=0)
 # What a cluster reports of its machine with its beat (the jail, the model key:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import uuid
 
@@ -24,6 +23,7 @@ from codex.core.database import (
     wait_for_database,
 )
 from codex.core.errors import ClassifiedFailure
+from codex.core.machine import machine_name
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.core.workers import enqueue_on_commit, job_handed_back
 from codex.fleet.models import AgentRun, running_step
@@ -49,7 +49,7 @@ RUN_METRICS = (
 
 def worker_identity() -> str:
     """Who holds a lease taken by this process: worker:<host>:<pid>."""
-    return f"worker:{socket.gethostname()}:{os.getpid()}"
+    return f"worker:{machine_name()}:{os.getpid()}"
 
 
 def advance_task(task_id: str) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,6 +31,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from codex.core.machine import machine_name
 from codex.core.store import LeaseUnavailable, VersionConflict, lease_is_free
 from codex.core.workers import enqueue_on_commit
 from codex.events.models import EventKind
@@ -64,7 +64,7 @@ def lease_holder_name() -> str:
     lease: two recovery jobs both named "system:recovery" would each think they
     held it and overwrite each other's work.
     """
-    return f"{ACTOR}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{ACTOR}:{machine_name()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def stuck_after() -> timedelta:

@@ -37,7 +37,6 @@ import logging
 import os
 import queue
 import signal
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +47,7 @@ from django.db import DatabaseError, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from codex.core.machine import machine_name
 from codex.core.workers import hooks as worker_hooks
 from codex.core.workers.clusters import WorkerCluster, process_exists
 from codex.core.workers.queue_lock import ReaderLockWatch, UnstartedJobWatch
@@ -136,7 +136,7 @@ class ClusterKeeper:
 
     def __init__(self, broker: Any, sentinel: Any) -> None:
         self.broker, self.sentinel = broker, sentinel
-        self.host = socket.gethostname()
+        self.host = machine_name()
         self.last_beat = self.last_sweep = self.last_look = time.monotonic()
         self.last_health = self.last_beat
         self.stop_seen: float | None = None

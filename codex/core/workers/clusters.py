@@ -13,12 +13,13 @@ queue at once (codex.core.workers.cluster_recovery).
 from __future__ import annotations
 
 import os
-import socket
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from codex.core.machine import machine_name
 
 
 class WorkerClusterQuerySet(models.QuerySet):
@@ -60,7 +61,7 @@ class WorkerCluster(models.Model):
         stale = timedelta(seconds=settings.CODEX_CLUSTER_STALE_SECONDS)
         if self.beat_at < now - stale:
             return True
-        return self.host == socket.gethostname() and not process_exists(self.pid)
+        return self.host == machine_name() and not process_exists(self.pid)
 
 
 def process_exists(pid: int) -> bool:

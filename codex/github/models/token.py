@@ -7,7 +7,6 @@ re-encrypted by `rotate_secrets`); deleting the row only costs a refetch.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from codex.configuration import crypto
+from codex.core.machine import machine_name
 from codex.core.store import VersionedLeasedModel
 
 # A cached token lives at most an hour (docs/domain/configuration.md#forge-cache).
@@ -28,7 +28,7 @@ REFRESH_MARGIN = timedelta(minutes=5)
 
 
 def _default_holder() -> str:
-    return f"token-refresh:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"token-refresh:{machine_name()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class GitHubToken(VersionedLeasedModel):
