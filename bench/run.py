@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline",
         "recovery",
         "machines",
+        "scale",
     ]
     if args.only:
         modules = [m for m in modules if m in args.only.split(",")]
