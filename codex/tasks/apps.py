@@ -10,12 +10,17 @@ class TasksConfig(AppConfig):
         from django_fsm.signals import post_transition
 
         from codex.events.jobs import register_finished_task_statuses
+        from codex.tasks.announcements import announce_task_transition
         from codex.tasks.models import TERMINAL_STATUSES
         from codex.tasks.models.task import record_transition_event
 
         post_transition.connect(record_transition_event, dispatch_uid="task_event_log")
         # The event log prunes the old events of finished tasks only.
         register_finished_task_statuses(TERMINAL_STATUSES)
+        # An escalation, a release or a failure is announced on the channels.
+        post_transition.connect(
+            announce_task_transition, dispatch_uid="task_announcements"
+        )
         # The console's Attention items register themselves on import.
         import codex.tasks.attention  # noqa: F401
         from codex.core.workers import on_warm_up
