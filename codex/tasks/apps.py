@@ -23,9 +23,14 @@ class TasksConfig(AppConfig):
         )
         # The console's Attention items register themselves on import.
         import codex.tasks.attention  # noqa: F401
-        from codex.core.workers import on_warm_up
+        from codex.core.workers import on_dead_worker, on_given_up_job, on_warm_up
+        from codex.tasks import dead_workers
 
         on_warm_up(warm_up_steps)
+        # What a dead worker held, and a step given up, are the tasks app's to
+        # free and record (docs/architecture.md#layers: the core names no app).
+        on_dead_worker(dead_workers.release_dead_worker)
+        on_given_up_job(dead_workers.give_up_job)
 
 
 def warm_up_steps() -> None:
