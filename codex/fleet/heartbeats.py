@@ -33,20 +33,15 @@ from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
 from codex.core.store import VersionConflict
-from codex.core.workers import enqueue_on_commit
+from codex.fleet.hooks import finished_task_statuses, live_worktrees, requeue_reaped
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.fleet.models.instance import instance_silent_since
 from codex.fleet.models.run import run_silent_since
-from codex.tasks.models import TERMINAL_STATUSES, Status, Task
 from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "system:heartbeat"
-ADVANCE_JOB = "codex.tasks.jobs.advance_task"
-# Only a task a worker would pick up is re-queued: blocked ones wait for their
-# backoff, escalated and paused ones for a person, terminal ones for nobody.
-REQUEUE_STATUSES = (Status.PENDING, Status.IN_PROGRESS)
 
 
 def stale_after() -> timedelta:
@@ -73,7 +68,7 @@ def parked_instances_q() -> Q:
     re-queues the task), and between two steps (a review, a retry, a person's
     answer) they wait to be reused by the task's next run; they are stopped
     when the task ends."""
-    return Q(task__isnull=False) & ~Q(task__status__in=TERMINAL_STATUSES)
+    return Q(task__isnull=False) & ~Q(task__status__in=finished_task_statuses())
 
 
 def reap_stale_work() -> dict[str, list[str]]:
@@ -98,10 +93,9 @@ def reap_stale_work() -> dict[str, list[str]]:
                 .exclude(worktree_path="")
                 .values_list("worktree_path", flat=True)
             )
-            # The phase runner keeps one worktree per unfinished task
-            # (<root>/<task_id>): those are live however long a phase runs.
-            for task_id in Task.objects.active().values_list("task_id", flat=True):
-                yield str(Path(root).absolute() / task_id)
+            # The phase runner keeps one worktree per unfinished task: those
+            # are live however long a phase runs (codex.fleet.hooks).
+            yield from live_worktrees(Path(root))
 
         # A worktree created moments ago may not have its instance row yet.
         # The live set is read only when a folder is old enough to judge.
@@ -147,8 +141,7 @@ def reap_stale_runs(cutoff: datetime) -> tuple[list[str], list[str]]:
                 )
                 run.perform("fail", by=ACTOR, reason=reason, error=reason)
                 task = run.task
-                if task is not None and task.status in REQUEUE_STATUSES:
-                    enqueue_on_commit(ADVANCE_JOB, task.task_id)
+                if task is not None and requeue_reaped(task):
                     requeued.append(task.task_id)
         except (VersionConflict, TransitionNotAllowed) as exc:
             logger.info("reaping run %s skipped: %s", pk, exc)

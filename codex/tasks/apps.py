@@ -31,6 +31,18 @@ class TasksConfig(AppConfig):
         # free and record (docs/architecture.md#layers: the core names no app).
         on_dead_worker(dead_workers.release_dead_worker)
         on_given_up_job(dead_workers.give_up_job)
+        self._answer_the_fleet()
+
+    def _answer_the_fleet(self) -> None:
+        """What becomes of the tasks of the runs and instances the fleet's jobs
+        reap (codex.fleet.hooks: the fleet imports no app above it)."""
+        from codex.fleet import hooks
+        from codex.tasks import fleet_hooks
+        from codex.tasks.models import TERMINAL_STATUSES
+
+        hooks.register_finished_task_statuses(TERMINAL_STATUSES)
+        hooks.on_reaped_run(fleet_hooks.requeue_reaped)
+        hooks.on_live_worktrees(fleet_hooks.task_worktrees)
 
 
 def warm_up_steps() -> None:
