@@ -9,7 +9,9 @@ imports no app above it (docs/architecture.md#layer-debts):
   heartbeat job failed, when a worker would pick it up, and answers whether
   it did;
 - `on_live_worktrees(provider)`: `provider(root)` yields the worktree paths
-  under `root` that are live besides the running instances' own.
+  under `root` that are live besides the running instances' own;
+- `on_abandoned_work(handler)`: `handler(task_pk, reason, by)` stops the task
+  whose coding instances the review limits abandoned, for a person to decide.
 
 Unlike the worker runtime's hooks, a handler that raises is not caught: it
 fails the job's step as the work it stands for always did.
@@ -24,6 +26,7 @@ from typing import Any
 _FINISHED_TASK_STATUSES: set[str] = set()
 _REAPED_RUN: list[Callable[[Any], bool]] = []
 _LIVE_WORKTREES: list[Callable[[Path], Iterable[str]]] = []
+_ABANDONED_WORK: list[Callable[[int, str, str], Any]] = []
 
 
 def _register(handlers: list, handler: Callable) -> Callable:
@@ -54,6 +57,14 @@ def on_live_worktrees(
     return _register(_LIVE_WORKTREES, provider)
 
 
+def on_abandoned_work(
+    handler: Callable[[int, str, str], Any],
+) -> Callable[[int, str, str], Any]:
+    """Register `handler(task_pk, reason, by)` for a task whose work was
+    abandoned."""
+    return _register(_ABANDONED_WORK, handler)
+
+
 def requeue_reaped(task: Any) -> bool:
     """Have the handlers re-queue `task`, whose run was reaped; True when one
     did."""
@@ -67,3 +78,9 @@ def live_worktrees(root: Path) -> Iterator[str]:
     """The worktree paths under `root` the providers know to be live."""
     for provider in list(_LIVE_WORKTREES):
         yield from provider(root)
+
+
+def abandoned_work(task_pk: int, reason: str, *, by: str) -> None:
+    """Tell the handlers that `by` abandoned the work of the task `task_pk`."""
+    for handler in list(_ABANDONED_WORK):
+        handler(task_pk, reason, by)

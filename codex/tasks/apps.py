@@ -35,7 +35,7 @@ class TasksConfig(AppConfig):
 
     def _answer_the_fleet(self) -> None:
         """What becomes of the tasks of the runs and instances the fleet's jobs
-        reap (codex.fleet.hooks: the fleet imports no app above it)."""
+        reap and limit (codex.fleet.hooks: the fleet imports no app above it)."""
         from codex.fleet import hooks
         from codex.tasks import fleet_hooks
         from codex.tasks.models import TERMINAL_STATUSES
@@ -43,6 +43,7 @@ class TasksConfig(AppConfig):
         hooks.register_finished_task_statuses(TERMINAL_STATUSES)
         hooks.on_reaped_run(fleet_hooks.requeue_reaped)
         hooks.on_live_worktrees(fleet_hooks.task_worktrees)
+        hooks.on_abandoned_work(fleet_hooks.escalate_abandoned)
 
 
 def warm_up_steps() -> None:
