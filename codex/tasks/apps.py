@@ -32,13 +32,23 @@ class TasksConfig(AppConfig):
     def _answer_the_apps_below(self) -> None:
         """What the apps below the pipeline ask of tasks, registered with them
         so that none imports this app (docs/architecture.md#layer-debts)."""
+        from django_fsm.signals import post_transition
+
+        from codex.children.flow import on_task_transition
+        from codex.children.hooks import register_task_creation
         from codex.events.jobs import register_finished_task_statuses
         from codex.fleet import hooks as fleet
         from codex.repositories.jobs import after_github_sync
         from codex.tasks import fleet_hooks
         from codex.tasks.ci_results import refresh_ci_results
-        from codex.tasks.models import TERMINAL_STATUSES
+        from codex.tasks.models import TERMINAL_STATUSES, Task
 
+        # A parent's children are tasks; a child that reaches release or
+        # stops reports to its parent.
+        register_task_creation(Task.objects.create_from_request)
+        post_transition.connect(
+            on_task_transition, sender=Task, dispatch_uid="children_child_reports"
+        )
         # The event log prunes the old events of finished tasks only.
         register_finished_task_statuses(TERMINAL_STATUSES)
         # What becomes of the tasks of the runs and instances the fleet's jobs
