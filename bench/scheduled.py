@@ -46,8 +46,8 @@ def _jobs(worktrees: str) -> dict:
     from codex.fleet.heartbeats import reap_stale_work
     from codex.fleet.jobs import enforce_review_limits
     from codex.notifications.jobs import drain_outbox
-    from codex.repositories.jobs import refresh_ci_results
     from codex.repositories.models import Forge, Repository
+    from codex.tasks.ci_results import refresh_ci_results
     from codex.tasks.jobs import resume_due_tasks
     from codex.tasks.recovery import recover_stuck_tasks
     from codex.webhooks.jobs import process_deferred

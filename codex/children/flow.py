@@ -14,11 +14,11 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from django.db.models import Q
 
 from codex.children.choices import FanOutState
+from codex.children.hooks import PipelineTask
 from codex.children.models import Child, FanOut
 from codex.children.requests import (
     ChildListInvalid,
@@ -28,9 +28,6 @@ from codex.children.requests import (
 )
 from codex.core.workers import enqueue_on_commit
 
-if TYPE_CHECKING:
-    from codex.tasks.models import Task
-
 logger = logging.getLogger(__name__)
 
 REPORT_JOB = "codex.children.jobs.report_child"
@@ -39,7 +36,7 @@ SPLIT_KEY = "split"
 REPORTING_TARGETS = {"failed", "cancelled", "escalated"}
 
 
-def requested_children(task: Task) -> list[ChildRequest]:
+def requested_children(task: PipelineTask) -> list[ChildRequest]:
     """The children a task is to fan out to: the planner's split, else those
     its request lists (docs/children.md); [] for an ordinary task. A list
     that breaks the rules (more than five) is not a fan-out: the task runs
@@ -76,7 +73,7 @@ def waiting_on_fan_out() -> Q:
     )
 
 
-def held_step(task: Task, *, by: str) -> str | None:
+def held_step(task: PipelineTask, *, by: str) -> str | None:
     """Why the worker's step must not run the task's phase now, after doing
     the parent's or child's part; None for an ordinary step."""
     fan_out = FanOut.objects.of_parent(task.pk)

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import IntegrityError
 
 from codex.children.choices import FanOutState
+from codex.children.hooks import PipelineTask, create_task
 from codex.children.models import Child, FanOut
 from codex.children.models.fan_out_queryset import completion_window
 from codex.children.requests import ChildListInvalid, ChildRequest
 from codex.core.store import perform_once
 from codex.repositories.forge import get_forge
-
-if TYPE_CHECKING:
-    from codex.tasks.models import Task
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +40,12 @@ def local_child_issue_number(fan_out: FanOut, child_id: str) -> int:
     return LOCAL_CHILD_ISSUE_BASE + fan_out.pk * 10 + int(child_id[1:])
 
 
-def issue_marker(parent: Task) -> str:
+def issue_marker(parent: PipelineTask) -> str:
     return f"<!-- codex:fanout:{parent.task_id} -->"
 
 
 def fan_out_task(
-    parent: Task,
+    parent: PipelineTask,
     requests: list[ChildRequest],
     *,
     by: str,
@@ -141,14 +139,12 @@ def create_child(fan_out: FanOut, request: ChildRequest, *, by: str) -> Child:
     """The child's task (created once, under an idempotency key; its first
     step is enqueued for a worker) and its row. On GitHub the child gets an
     issue of its own, a sub-issue of the parent's where GitHub allows."""
-    from codex.tasks.models import Task
-
     existing = Child.objects.filter(fan_out=fan_out, child_id=request.child_id).first()
     if existing is not None:
         return existing
     parent = fan_out.parent
     issue = _child_issue(fan_out, request)
-    task, _ = Task.objects.create_from_request(
+    task, _ = create_task(
         repository=parent.repository,
         title=f"{request.title}"[:200],
         description=child_description(fan_out, request),

@@ -7,10 +7,9 @@ class FleetConfig(AppConfig):
     verbose_name = "Fleet"
 
     def ready(self) -> None:
-        from codex.core.workers import on_dead_worker, on_given_up_job
-        from codex.fleet import heartbeats
+        from codex.fleet.pull_requests import reconcile_pull_requests
+        from codex.github.hooks import on_pull_requests
 
-        # What a dead worker held, and a job given up, are the fleet's to
-        # record (docs/architecture.md#layers: the core names no app).
-        on_dead_worker(heartbeats.release_dead_worker)
-        on_given_up_job(heartbeats.give_up_job)
+        # A pull request the GitHub sync saw merged or closed moves its agent
+        # instance on (the GitHub cache imports no app above it).
+        on_pull_requests(reconcile_pull_requests)

@@ -33,21 +33,15 @@ from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
 from codex.core.store import VersionConflict
-from codex.core.workers import enqueue_on_commit
+from codex.fleet.hooks import finished_task_statuses, live_worktrees, requeue_reaped
 from codex.fleet.models import AgentInstance, AgentRun, RunStatus
 from codex.fleet.models.instance import instance_silent_since
 from codex.fleet.models.run import run_silent_since
-from codex.tasks.models import TERMINAL_STATUSES, Status, Task
-from codex.tasks.models.guards import EXIT_TIMEOUT
 from integrations.git import prune_all_mirrors
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "system:heartbeat"
-ADVANCE_JOB = "codex.tasks.jobs.advance_task"
-# Only a task a worker would pick up is re-queued: blocked ones wait for their
-# backoff, escalated and paused ones for a person, terminal ones for nobody.
-REQUEUE_STATUSES = (Status.PENDING, Status.IN_PROGRESS)
 
 
 def stale_after() -> timedelta:
@@ -74,7 +68,7 @@ def parked_instances_q() -> Q:
     re-queues the task), and between two steps (a review, a retry, a person's
     answer) they wait to be reused by the task's next run; they are stopped
     when the task ends."""
-    return Q(task__isnull=False) & ~Q(task__status__in=TERMINAL_STATUSES)
+    return Q(task__isnull=False) & ~Q(task__status__in=finished_task_statuses())
 
 
 def reap_stale_work() -> dict[str, list[str]]:
@@ -99,10 +93,9 @@ def reap_stale_work() -> dict[str, list[str]]:
                 .exclude(worktree_path="")
                 .values_list("worktree_path", flat=True)
             )
-            # The phase runner keeps one worktree per unfinished task
-            # (<root>/<task_id>): those are live however long a phase runs.
-            for task_id in Task.objects.active().values_list("task_id", flat=True):
-                yield str(Path(root).absolute() / task_id)
+            # The phase runner keeps one worktree per unfinished task: those
+            # are live however long a phase runs (codex.fleet.hooks).
+            yield from live_worktrees(Path(root))
 
         # A worktree created moments ago may not have its instance row yet.
         # The live set is read only when a folder is old enough to judge.
@@ -148,8 +141,7 @@ def reap_stale_runs(cutoff: datetime) -> tuple[list[str], list[str]]:
                 )
                 run.perform("fail", by=ACTOR, reason=reason, error=reason)
                 task = run.task
-                if task is not None and task.status in REQUEUE_STATUSES:
-                    enqueue_on_commit(ADVANCE_JOB, task.task_id)
+                if task is not None and requeue_reaped(task):
                     requeued.append(task.task_id)
         except (VersionConflict, TransitionNotAllowed) as exc:
             logger.info("reaping run %s skipped: %s", pk, exc)
@@ -264,77 +256,3 @@ def remove_orphaned_worktrees(
 def _resolved(path: str) -> Path:
     """`path` with symbolic links resolved, as far as it exists."""
     return Path(path).resolve(strict=False)
-
-
-def release_dead_worker(holder: str, reason: str) -> list[str]:
-    """Free what the worker `holder` (worker:<host>:<pid>) held when it died:
-    break the leases it holds on tasks, with a lease event naming `reason`,
-    and fail their running agent runs. Its job is handed back by the caller
-    (codex.core.workers.cluster_recovery), so nothing is re-queued here. Returns the
-    task ids freed. Safe to run twice: a lease someone else took is kept."""
-    freed: list[str] = []
-    for task in Task.objects.filter(lease_holder=holder):
-        try:
-            with transaction.atomic():
-                locked = (
-                    Task.objects.select_for_update()
-                    .filter(pk=task.pk, lease_holder=holder)
-                    .exists()
-                )
-                if not locked:
-                    continue
-                task.break_lease(by=ACTOR, reason=f"{holder} is gone: {reason}")
-                for run in AgentRun.objects.select_for_update(of=("self",)).filter(
-                    task=task, status=RunStatus.RUNNING
-                ):
-                    run.perform(
-                        "fail",
-                        by=ACTOR,
-                        reason=f"its worker is gone: {reason}",
-                        error=f"{holder} is gone: {reason}",
-                    )
-        except (VersionConflict, TransitionNotAllowed) as exc:
-            logger.info("freeing %s of %s skipped: %s", task.task_id, holder, exc)
-            continue
-        freed.append(task.task_id)
-    return freed
-
-
-def give_up_job(package: dict, reason: str) -> str | None:
-    """A job whose worker died running it more than CODEX_JOB_REDELIVERIES
-    times is not handed back again (codex.core.workers.brokers): record it as a failed
-    job (the console's failed jobs list), and block the task it would have
-    advanced, with `reason`, for an operator to look at (no retry time: it
-    stays blocked until someone unblocks it). A task with no retries left is
-    escalated instead. Returns the task id it stopped, if any."""
-    from django_q.models import Task as JobResult
-
-    now = timezone.now()
-    JobResult.objects.update_or_create(
-        id=package.get("id"),
-        defaults={
-            "name": package.get("name", ""),
-            "func": str(package.get("func", "")),
-            "args": package.get("args"),
-            "kwargs": package.get("kwargs"),
-            "started": package.get("started") or now,
-            "stopped": now,
-            "result": f"given up: {reason}",
-            "success": False,
-        },
-    )
-    args = package.get("args") or ()
-    if package.get("func") != ADVANCE_JOB or not args:
-        return None
-    task = Task.objects.filter(task_id=args[0]).first()
-    if task is None or task.status != Status.IN_PROGRESS:
-        return None
-    why = f"its step ({task.phase}) keeps killing its worker: {reason}"
-    try:
-        # Blocking needs a transient exit code (23 or 124): a worker killed
-        # again and again looks like a step that times out.
-        task.perform("block", by=ACTOR, reason=why, exit_code=EXIT_TIMEOUT)
-    except TransitionNotAllowed:
-        task.perform("escalate", by=ACTOR, reason=why, code="retry_limit")
-    logger.error("task %s stopped: %s", task.task_id, why)
-    return task.task_id

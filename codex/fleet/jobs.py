@@ -8,6 +8,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from codex.core.store import VersionConflict
+from codex.fleet.hooks import abandoned_work
 from codex.fleet.limits import review_limits
 from codex.fleet.models import AgentInstance, InstanceStatus, InstanceType
 
@@ -147,7 +148,7 @@ def abandon_failed_work(limit: int) -> list[str]:
             terminated.append(instance.instance_id)
         _settle_failed_reviews(coding)
         if coding.task_id is not None:
-            _escalate_abandoned(coding.task_id, reason)
+            abandoned_work(coding.task_id, reason, by=ACTOR)
     return terminated
 
 
@@ -185,22 +186,3 @@ def _settle_failed_reviews(coding: AgentInstance) -> None:
             "abandoned_at": settled,
         }
         link.save(update_fields=["metadata"])
-
-
-def _escalate_abandoned(task_pk: int, reason: str) -> None:
-    from django_fsm import TransitionNotAllowed
-
-    from codex.core.store import LeaseUnavailable
-    from codex.tasks.models import EscalationReason, Status, Task
-
-    task = Task.objects.filter(pk=task_pk, status=Status.IN_PROGRESS).first()
-    if task is None:
-        return
-    try:
-        task.perform(
-            "escalate", by=ACTOR, reason=reason, code=EscalationReason.REVIEW_LIMIT
-        )
-    except (LeaseUnavailable, VersionConflict, TransitionNotAllowed):
-        # A worker is in a step: its instances are gone, so its next step
-        # starts a fork; the next run of this job escalates then.
-        return

@@ -17,13 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.cache import cache
 from django.db.models import Max
-from django_fsm import TransitionNotAllowed
 
-from codex.core.store import VersionConflict
-from codex.fleet.models import AgentInstance
-from codex.fleet.models.choices import InstanceStatus
+from codex.github.hooks import pull_request_handlers
 from codex.github.models import GitHubIssue
-from integrations.github.sync import fetch_changes, iso, pull_request_state
+from integrations.github.sync import fetch_changes, iso
 
 if TYPE_CHECKING:
     from github import Github
@@ -31,8 +28,6 @@ if TYPE_CHECKING:
     from codex.repositories.models import Repository
 
 logger = logging.getLogger(__name__)
-
-SYNC_ACTOR = "github-sync"
 
 
 def sync_state_key(repository: Repository) -> str:
@@ -46,55 +41,6 @@ def _cached_until(repository: Repository) -> str | None:
         newest=Max("updated_at")
     )["newest"]
     return iso(newest) if newest else None
-
-
-def _pull_request_outcome(state: str, merged: bool) -> str | None:
-    """The instance transition a pull request's state calls for, if any."""
-    if state != "closed":
-        return None
-    return "merged" if merged else "closed"
-
-
-def _apply_outcome(instance: AgentInstance, outcome: str) -> bool:
-    try:
-        instance.perform(
-            outcome, by=SYNC_ACTOR, reason=f"pull request {outcome} (GitHub sync)"
-        )
-    except (TransitionNotAllowed, VersionConflict):
-        # A webhook or another sync got there first: nothing left to do.
-        logger.info("instance %s already moved on", instance)
-        return False
-    return True
-
-
-def _reconcile_pull_requests(
-    repository: Repository,
-    seen: dict[int, dict[str, Any]],
-    *,
-    ask_each: bool,
-    client: Github | None,
-) -> dict[str, list[int]]:
-    moved: dict[str, list[int]] = {"merged": [], "closed": []}
-    waiting = AgentInstance.objects.filter(
-        repository=repository,
-        status=InstanceStatus.PR_CREATED,
-        pr_number__isnull=False,
-    )
-    for instance in waiting:
-        item = seen.get(instance.pr_number)
-        if item is not None:
-            merged = bool((item.get("pull_request") or {}).get("merged_at"))
-            outcome = _pull_request_outcome(item["state"], merged)
-        elif ask_each:
-            state, merged = pull_request_state(
-                repository.full_name, instance.pr_number, client=client
-            )
-            outcome = _pull_request_outcome(state, merged)
-        else:
-            continue  # unchanged since the cursor, so still open
-        if outcome and _apply_outcome(instance, outcome):
-            moved[outcome].append(instance.pr_number)
-    return moved
 
 
 def sync_repository(
@@ -130,10 +76,9 @@ def sync_repository(
                 pulls[int(item["number"])] = item
             elif GitHubIssue.objects.upsert_from_api(repository, item) is not None:
                 result["issues"] += 1
-        result.update(
-            _reconcile_pull_requests(
-                repository, pulls, ask_each=state is None, client=client
+        for handler in pull_request_handlers():
+            result.update(
+                handler(repository, pulls, ask_each=state is None, client=client)
             )
-        )
     cache.set(key, changes.state, None)
     return result

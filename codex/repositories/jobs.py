@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from codex.core.errors import Action, ClassifiedFailure
@@ -14,6 +15,34 @@ logger = logging.getLogger(__name__)
 # further repository would be refused too, so the round stops there.
 RATE_LIMIT_STATUSES = frozenset({403, 429})
 
+# The scheduled GitHub sync names no app above the repositories app
+# (docs/architecture.md#layer-debts): the apps register its work from their
+# ready(). The GitHub app syncs a repository (its issue cache and the pull
+# requests it saw) and answers what it did; what follows each repository's
+# sync (the tasks app's CI results) answers under its name.
+_GITHUB_SYNC: list[Callable[[Repository], dict[str, Any]]] = []  # the one
+_AFTER_SYNC: dict[str, Callable[[Repository], Any]] = {}
+
+
+def register_github_sync(sync: Callable[[Repository], dict[str, Any]]) -> None:
+    """Have the scheduled sync call `sync(repository)` for each GitHub
+    repository (its answer, JSON-ready, is the repository's result)."""
+    _GITHUB_SYNC[:] = [sync]
+
+
+def after_github_sync(name: str, step: Callable[[Repository], Any]) -> None:
+    """Have the scheduled sync call `step(repository)` after each repository's
+    sync, its answer kept in the repository's result under `name`."""
+    _AFTER_SYNC[name] = step
+
+
+def _sync(repository: Repository) -> dict[str, Any]:
+    """One repository's sync and what follows it, as registered."""
+    result = _GITHUB_SYNC[0](repository) if _GITHUB_SYNC else {}
+    for name, step in _AFTER_SYNC.items():
+        result[name] = step(repository)
+    return result
+
 
 def sync_github_repositories() -> dict[str, Any]:
     """Sync every GitHub repository's issue cache and pull request states.
@@ -22,16 +51,11 @@ def sync_github_repositories() -> dict[str, Any]:
     round (the next scheduled run continues). Returns the outcome per
     repository (JSON-ready, shown in the worker's task result).
     """
-    # Imported here so that loading this module never imports PyGithub in
-    # processes that only need the local forge.
-    from codex.github.sync import sync_repository
-
     results: dict[str, Any] = {}
     for repository in Repository.objects.filter(forge=Forge.GITHUB).order_by("pk"):
         name = repository.full_name
         try:
-            results[name] = sync_repository(repository)
-            results[name]["ci"] = refresh_ci_results(repository)
+            results[name] = _sync(repository)
         except ClassifiedFailure as failure:
             logger.warning("GitHub sync of %s failed: %s", name, failure)
             results[name] = {"error": failure.error.as_dict()}
@@ -45,39 +69,3 @@ def sync_github_repositories() -> dict[str, Any]:
             logger.exception("GitHub sync of %s failed unexpectedly", name)
             results[name] = {"error": {"message": repr(exc)}}
     return results
-
-
-def refresh_ci_results(repository: Repository) -> dict[str, int]:
-    """Check results of tasks waiting in implementation, from the forge (the
-    webhook brings them sooner; this catches a missed delivery). A task whose
-    CI settled gets `ci_passing` under its lease and its next step enqueued;
-    a task a worker holds is left for the next round."""
-    from codex.core.store import LeaseUnavailable, VersionConflict
-    from codex.core.workers import enqueue_on_commit
-    from codex.repositories.forge import get_forge
-    from codex.tasks.models import Phase, Status, Task
-
-    waiting = Task.objects.filter(
-        repository=repository,
-        status=Status.IN_PROGRESS,
-        phase=Phase.IMPLEMENTATION,
-        ci_passing__isnull=True,
-    ).exclude(pr_url="")
-    updated = {"passing": 0, "failing": 0}
-    forge = None
-    for task in waiting[:100]:
-        if not task.commits:
-            continue
-        forge = forge or get_forge(repository)
-        state = forge.checks_state(task.commits[-1])
-        if state not in ("success", "failure"):
-            continue  # pending, or no CI reported yet
-        try:
-            with task.leased("system:ci-sync", attempts=1):
-                task.ci_passing = state == "success"
-                task.save()
-        except (LeaseUnavailable, VersionConflict):
-            continue
-        updated["passing" if task.ci_passing else "failing"] += 1
-        enqueue_on_commit("codex.tasks.jobs.advance_task", task.task_id)
-    return updated

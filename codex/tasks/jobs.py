@@ -283,37 +283,28 @@ def resume_due_tasks() -> int:
     return resumed
 
 
-# What a task's end means for the issue claim it came from
-# (docs/domain/claims.md#claim-ttl).
-CLAIM_OUTCOME = {
-    Status.COMPLETED: ("close", "the task completed"),
-    Status.FAILED: ("fail", "the task failed"),
-    Status.CANCELLED: ("release", "the task was cancelled"),
+# The reason a task's clean-up gives for what it settles and stops.
+ENDINGS = {
+    Status.COMPLETED: "the task completed",
+    Status.FAILED: "the task failed",
+    Status.CANCELLED: "the task was cancelled",
 }
 
 
 def clean_up_task(task_id: str) -> dict[str, int]:
-    """After a task ended: settle its issue claim (completed closes it, failed
-    counts a failure, cancelled releases it) and, unless it completed, stop its
-    agent instances and runs. Safe to run twice."""
-    from codex.claims.models import ClaimState, IssueClaim
+    """After a task ended: have the apps settle what they hold for it (the
+    claims app its issue claim: completed closes it, failed counts a failure,
+    cancelled releases it; codex.tasks.hooks) and, unless it completed, stop
+    its agent instances and runs. Safe to run twice."""
     from codex.fleet.models import AgentInstance, InstanceStatus, RunStatus
+    from codex.tasks.hooks import task_ended
 
     task = Task.objects.with_repository(task_id)
-    if task is None or task.status not in CLAIM_OUTCOME:
+    if task is None or task.status not in ENDINGS:
         return {}
     by = "system:cleanup"
-    action, reason = CLAIM_OUTCOME[task.status]
-    reason = f"{reason} ({task_id})"
-    done = {"claims": 0, "instances": 0, "runs": 0}
-    if task.issue_number:
-        for claim in IssueClaim.objects.filter(
-            repository=task.repository,
-            number=task.issue_number,
-            state=ClaimState.CLAIMED,
-        ):
-            claim.perform(action, by=by, reason=reason)
-            done["claims"] += 1
+    reason = f"{ENDINGS[task.status]} ({task_id})"
+    done = {**task_ended(task, by=by, reason=reason), "instances": 0, "runs": 0}
     if task.status == Status.COMPLETED:
         return done
     for instance in AgentInstance.objects.filter(task=task).exclude(

@@ -284,7 +284,8 @@ def _alert_operators(task: Task, recoveries: int) -> None:
     them by notification_id) while every further attempt
     alerts again.
     """
-    from codex.notifications.announcements import announce, task_link
+    from codex.notifications.announcements import announce
+    from codex.tasks.announcements import task_link
 
     phase = task.phase
     announce(

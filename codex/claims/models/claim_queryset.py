@@ -23,6 +23,7 @@ from codex.events.models import Event, EventKind
 if TYPE_CHECKING:
     from codex.claims.models.claim import IssueClaim
     from codex.repositories.models import Repository
+    from codex.tasks.models import Task
 
 
 class IssueClaimQuerySet(VersionedQuerySet):
@@ -178,6 +179,29 @@ class IssueClaimQuerySet(VersionedQuerySet):
             claim.perform("release_deleted", by=by, reason=reason)
             released += 1
         return released
+
+    def settle_for_ended_task(self, task: Task, *, by: str, reason: str) -> int:
+        """Settle the issue claim held for `task`, which ended
+        (docs/domain/claims.md#claim-ttl): completed closes it, failed counts a
+        failure, cancelled releases it. Returns how many claims it settled."""
+        from codex.tasks.models import Status
+
+        action = {
+            Status.COMPLETED: "close",
+            Status.FAILED: "fail",
+            Status.CANCELLED: "release",
+        }.get(task.status)
+        if action is None or not task.issue_number:
+            return 0
+        settled = 0
+        for claim in self.filter(
+            repository=task.repository,
+            number=task.issue_number,
+            state=ClaimState.CLAIMED,
+        ):
+            claim.perform(action, by=by, reason=reason)
+            settled += 1
+        return settled
 
     def expire_stale(
         self, *, by: str = SYSTEM_ACTOR, now: datetime | None = None

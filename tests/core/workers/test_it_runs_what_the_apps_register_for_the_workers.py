@@ -5,13 +5,13 @@ registered from their ready(); one handler failing does not stop the next."""
 from __future__ import annotations
 
 from codex.core.workers import hooks as worker_hooks
-from codex.fleet import heartbeats
+from codex.tasks import dead_workers
 from codex.tasks.apps import warm_up_steps
 
 
 def test_the_apps_registered_their_handlers():
-    assert heartbeats.release_dead_worker in worker_hooks._DEAD_WORKER
-    assert heartbeats.give_up_job in worker_hooks._GIVEN_UP_JOB
+    assert dead_workers.release_dead_worker in worker_hooks._DEAD_WORKER
+    assert dead_workers.give_up_job in worker_hooks._GIVEN_UP_JOB
     assert warm_up_steps in worker_hooks._WARM_UP
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex.repositories.jobs import refresh_ci_results
+from codex.tasks.ci_results import refresh_ci_results
 from tests.factories import make_task, put_in_state
 from tests.integrations.github.payloads import REPO_API
 
