@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from codex.core.admin import EstimatedCountPaginator
 from codex.events.models import Event
 
 
@@ -15,10 +16,14 @@ class EventAdmin(admin.ModelAdmin):
         "actor",
         "short_reason",
     ]
-    list_filter = ["kind", "field"]
+    # Choices and date ranges only: a filter listing the values a column holds
+    # (`field`) reads all of a table that grows by millions of rows.
+    list_filter = ["kind", "created_at"]
+    # Newest first by the primary key's index: the log is appended in time.
+    ordering = ["-id"]
     list_select_related = ["task"]
     search_fields = ["task__task_id", "actor", "reason"]
-    date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
 
     @admin.display(description="reason")

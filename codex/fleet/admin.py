@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
 
-from codex.core.admin import CodexFSMAdminMixin
+from codex.core.admin import CodexFSMAdminMixin, EstimatedCountPaginator
 from codex.core.store import VersionConflict
 from codex.fleet.models import (
     AgentInstance,
@@ -128,11 +128,13 @@ class AgentInstanceAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelA
         "last_activity",
         "heartbeat_at",
     ]
-    list_filter = [RunningFilter, ReviewLoopFilter, "type", "role", "status"]
+    # No filter by the values a column holds ("role"): listing them reads
+    # every instance (docs/deployment.md#measured).
+    list_filter = [RunningFilter, ReviewLoopFilter, "type", "status", "created_at"]
     list_select_related = ["repository", "task", "parent"]
     search_fields = ["instance_id", "branch_name", "worktree_path", "task__task_id"]
     show_full_result_count = False
-    date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
     inlines = [ReviewsInline]
     readonly_fields = [
         "instance_id",
@@ -263,11 +265,11 @@ class AgentRunAdmin(TransitionsViaPerform, CodexFSMAdminMixin, admin.ModelAdmin)
         "metrics_score_display",
         "cost_usd",
     ]
-    list_filter = ["status", HealthFilter]
+    list_filter = ["status", HealthFilter, "started_at"]
     list_select_related = ["task", "instance"]
     search_fields = ["session_id", "task__task_id", "instance__instance_id"]
     show_full_result_count = False
-    date_hierarchy = "started_at"
+    paginator = EstimatedCountPaginator
     readonly_fields = [
         "session_id",
         "status",

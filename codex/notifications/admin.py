@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from codex.core.admin import CodexFSMAdminMixin
+from codex.core.admin import CodexFSMAdminMixin, EstimatedCountPaginator
 from codex.notifications.models import Notification
 
 
@@ -26,11 +26,12 @@ class NotificationAdmin(CodexFSMAdminMixin, admin.ModelAdmin):
         "sent_at",
         "created_at",
     ]
-    list_filter = ["status", "channel"]
+    # Not by channel: listing the channels in use reads every notification.
+    list_filter = ["status", "created_at"]
     list_select_related = ["task"]
     search_fields = ["notification_id", "recipient", "subject", "task__task_id"]
     show_full_result_count = False
-    date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
     fields = [
         "notification_id",
         "task",

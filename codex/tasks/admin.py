@@ -15,7 +15,7 @@ from django.utils.html import format_html, format_html_join
 from django_fsm import TransitionNotAllowed
 
 from codex.children.console import fan_out_to_children
-from codex.core.admin import CodexFSMAdminMixin
+from codex.core.admin import CodexFSMAdminMixin, EstimatedCountPaginator
 from codex.core.store import LeaseUnavailable, VersionConflict
 from codex.events.models import Event
 from codex.fleet.models import AgentRun
@@ -180,11 +180,11 @@ class TaskAdmin(TaskListActions, CodexFSMAdminMixin, admin.ModelAdmin):
         "created_at",
         "lease_holder",
     ]
-    list_filter = ["status", "phase", "priority", "created_by"]
+    list_filter = ["status", "phase", "priority", "created_by", "created_at"]
     list_select_related = ["repository"]
     search_fields = ["task_id", "title"]
     show_full_result_count = False
-    date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
     actions = [
         "retry_tasks",
         "pause_tasks",

@@ -130,7 +130,7 @@ def test_the_dashboard_shows_spend_against_each_cap(client, settings):
     repository = make_repository(monthly_cap_usd=Decimal("4"))
     spend(make_task(repository), "3")
     spend(make_task(repository), "2", started_at=timezone.now() - timedelta(days=40))
-    dashboard.forget_run_totals()
+    dashboard.forget_history_totals()
     page = client.get(reverse("pages:dashboard")).content.decode()
     assert 'id="spend-caps"' in page
     assert "$3.00 of $4.00" in page

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, models, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max
 from django.db.models.functions import Coalesce
 
 from codex.core.store import VersionedQuerySet, hot_aggregate, hot_row
@@ -19,6 +19,7 @@ from codex.fleet.models.choices import (
     ReviewLoopStatus,
 )
 from codex.fleet.models.instance_ids import new_instance_id
+from codex.fleet.models.relationship import InstanceRelationship
 
 if TYPE_CHECKING:
     from codex.fleet.models.instance import AgentInstance
@@ -73,15 +74,25 @@ class AgentInstanceQuerySet(VersionedQuerySet):
         >= 5 AT_LIMIT, then >= 3 APPROACHING_LIMIT, else NORMAL
         (docs/domain/fleet.md#review-loop).
         """
-        reviews = Q(
-            child_relationships__relationship_type=RelationshipType.SPAWNED_REVIEW
+        # Correlated subqueries, not a join with GROUP BY: a list page then
+        # reads the reviews of its own rows only, however many instances
+        # there are (a GROUP BY aggregates every instance before the LIMIT).
+        reviews = (
+            InstanceRelationship.objects.filter(
+                parent=models.OuterRef("pk"),
+                relationship_type=RelationshipType.SPAWNED_REVIEW,
+            )
+            .order_by()
+            .values("parent")
         )
-        highest = Coalesce(
-            Max("child_relationships__review_iteration", filter=reviews), 0
-        )
+        count = reviews.annotate(n=Count("*")).values("n")
+        highest = reviews.annotate(m=Max("review_iteration")).values("m")
+        integer = models.IntegerField()
         return self.annotate(
-            total_reviews=Count("child_relationships", filter=reviews),
-            highest_review_iteration=highest,
+            total_reviews=Coalesce(models.Subquery(count, output_field=integer), 0),
+            highest_review_iteration=Coalesce(
+                models.Subquery(highest, output_field=integer), 0
+            ),
             review_loop_status=models.Case(
                 models.When(
                     highest_review_iteration__gte=AT_LIMIT_ITERATION,

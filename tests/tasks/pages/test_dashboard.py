@@ -19,11 +19,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _no_cached_run_totals():
-    """The run totals are cached for a minute; each test starts without."""
-    dashboard.forget_run_totals()
+def _no_cached_history_totals():
+    """The history's totals are cached for a minute; each test starts without."""
+    dashboard.forget_history_totals()
     yield
-    dashboard.forget_run_totals()
+    dashboard.forget_history_totals()
 
 
 TODAY = date(2026, 3, 20)
@@ -188,28 +188,49 @@ def test_constant_queries(member_client):
         task = completed(TODAY - timedelta(days=offset), cycles=(1, 0))
         agent_run(task, cost="1")
         escalate(make_task())
-    dashboard.forget_run_totals()
+    dashboard.forget_history_totals()
     assert count_queries() == few
     # The session, its user, the user's roles (the nav shows only the links
-    # of the role), and the dashboard's six: tasks by status/phase/merge,
-    # escalated tasks, throughput, agent runs, the repositories' monthly
-    # caps (docs/gates.md), the latest tasks; and the beating worker clusters
-    # (the installation's warnings, codex.fleet.readiness).
-    assert few <= 10
-    # Within the minute the run totals and caps come from the cache.
-    assert count_queries() == few - 2
+    # of the role), and the dashboard's seven: active tasks by status and
+    # phase, finished tasks by status and merge, escalated tasks, throughput,
+    # agent runs, the repositories' monthly caps (docs/gates.md), the latest
+    # tasks; and the beating worker clusters (the installation's warnings,
+    # codex.fleet.readiness).
+    assert few <= 11
+    # Within the minute the finished tasks, run totals and caps come from the
+    # cache.
+    assert count_queries() == few - 3
 
 
-def test_run_totals_are_a_snapshot_at_most_a_minute_old(member_client, data):
+def test_history_totals_are_a_snapshot_at_most_a_minute_old(member_client, data):
     first = dashboard.build(today=TODAY)
     assert first.total_runs == 5 and first.runs_as_of is not None
     agent_run(None, cost="1.000000")
     cached = dashboard.build(today=TODAY)
     assert (cached.total_runs, cached.runs_as_of) == (5, first.runs_as_of)
-    assert dashboard.run_totals(fresh=True).total_cost == Decimal("11.5")
+    assert dashboard.history_totals(fresh=True).total_cost == Decimal("11.5")
     # The page says how old the snapshot is; the task numbers stay live.
     content = member_client.get(reverse("pages:dashboard")).content.decode()
-    assert "as of" in content and "tasks are live" in content
+    assert "as of" in content and "tasks in progress are live" in content
+
+
+def test_the_work_in_progress_is_live_and_the_finished_tasks_a_snapshot(data):
+    """A task that finishes leaves the active counts at once and joins the
+    finished ones with the next snapshot: the history is read at most once a
+    minute, however long it grows."""
+    first = dashboard.build(today=TODAY)
+    assert (first.active_tasks, first.completed_tasks) == (3, 3)
+    put_in_state(make_task(), status="in_progress", phase="review")
+    finishing = dashboard.build(today=TODAY)
+    assert finishing.active_tasks == 4
+    completed(TODAY)
+    cached = dashboard.build(today=TODAY)
+    assert (cached.active_tasks, cached.completed_tasks) == (4, 3)
+    assert cached.merged_pull_requests == 3
+    dashboard.forget_history_totals()
+    fresh = dashboard.build(today=TODAY)
+    assert (fresh.completed_tasks, fresh.merged_pull_requests) == (4, 4)
+    assert fresh.runs_as_of > first.runs_as_of
 
 
 def test_the_indexes_behind_the_aggregates_exist():
