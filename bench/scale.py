@@ -16,9 +16,10 @@ than the ORM. VACUUM ANALYZE follows, as autovacuum would have done by then.
 The active work stays the same: an installation's history grows, its work in
 flight does not.
 
-Measured at both sizes: GET of the API's task list, the admin's task change
-list, the dashboard (cached run totals, as all but one request a minute),
-the API's detail of an active task and of the task page; and every
+Measured at both sizes: GET of the API's task list, the admin's change lists
+of tasks, events and agent instances, the dashboard (the history's totals
+cached, as for all but one request a minute), the API's detail of an active
+task and of the task page; and every
 scheduled job of bench.scheduled, finding nothing due. Pages: the median of
 `samples` requests after one warm-up; jobs: the fastest of `runs`. The query
 count of each at both sizes is in the notes: a count that grows with the
@@ -44,6 +45,8 @@ def _pages(active_task_id: str) -> dict[str, str]:
     return {
         "api_list": "/api/tasks/",
         "admin_changelist": "/admin/tasks/task/",
+        "admin_events": "/admin/events/event/",
+        "admin_instances": "/admin/fleet/agentinstance/",
         "dashboard": "/dashboard/",
         "api_detail": f"/api/tasks/{active_task_id}/",
         "task_page": f"/tasks/{active_task_id}/",
