@@ -47,7 +47,7 @@ STALE_SECONDS = 5
 CUT_PHASES = ("implementation", "verification")
 # From the kill to the cut step running elsewhere: the stale time, a sweep,
 # the job's way back through the queue and a worker's start of the step.
-BACK_WITHIN_SECONDS = STALE_SECONDS + 10
+BACK_WITHIN_SECONDS = STALE_SECONDS + 15
 
 
 def machine_of(holder: str) -> str:
