@@ -92,6 +92,19 @@ def versions() -> dict:
     }
 
 
+def merged(kept: dict, partial: dict) -> dict:
+    """`kept` (a whole run's report) with the figures of `partial` (a run of
+    some modules): a figure of the same name replaced where it stood, a new
+    one added at the end; each taken from `partial` says when it was measured,
+    and the report lists the partial runs it holds."""
+    when = f"{partial['started_at']} ({partial['mode']}, {partial['seconds']} s)"
+    fresh = {f["name"]: {**f, "measured": when} for f in partial["figures"]}
+    figures = [fresh.pop(f["name"], f) for f in kept["figures"]]
+    figures += fresh.values()
+    runs = [*kept.get("merged_runs", []), when]
+    return {**kept, "figures": figures, "merged_runs": runs}
+
+
 def _cell(x) -> str:
     if x is None:
         return "—"
@@ -103,7 +116,13 @@ def markdown(report: dict) -> str:
     lines = [
         "# Codex benchmarks",
         "",
-        f"Mode: **{report['mode']}**, {report['started_at']}, {report['seconds']} s.",
+        f"Mode: **{report['mode']}**, {report['started_at']}, {report['seconds']} s."
+        + (
+            " Figures marked with a later date were measured by partial runs "
+            f"(`--only ... --merge`): {'; '.join(report['merged_runs'])}."
+            if report.get("merged_runs")
+            else ""
+        ),
         f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM"
         + (
             f"; a fixed Python loop takes {m['python_loop_cpu_s']} CPU s here "
@@ -129,7 +148,8 @@ def markdown(report: dict) -> str:
     lines += ["", "## Notes", ""]
     for f in report["figures"]:
         if f.get("notes"):
-            lines.append(f"- **{f['name']}**: {f['notes']}")
+            measured = f" (measured {f['measured']})" if f.get("measured") else ""
+            lines.append(f"- **{f['name']}**{measured}: {f['notes']}")
     short = [f["name"] for f in report["figures"] if not f["meets_goal"]]
     lines += ["", "## Falls short", ""]
     lines += [f"- {name}" for name in short] or ["- nothing"]
@@ -148,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", help="comma-separated modules to run")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="fold the figures of the modules run (--only) into the report "
+        "already in --out, each new figure marked with the run that measured it",
+    )
     args = parser.parse_args(argv)
     out = (
         Path(args.out)
@@ -219,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_db:
             common.drop_database()
     report["seconds"] = round(time.perf_counter() - started, 1)
+    if args.merge:
+        report = merged(json.loads((out / "report.json").read_text()), report)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "REPORT.md").write_text(markdown(report))
     print(f"[bench] wrote {out / 'REPORT.md'} and {out / 'report.json'}")
