@@ -60,6 +60,19 @@ logger = logging.getLogger(__name__)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The repository's own environments come first on PATH.
 PROJECT_PATH = f"{WORKSPACE}/.venv/bin:{WORKSPACE}/node_modules/.bin"
+# Debian's and Ubuntu's bundle of the CAs the machine trusts (update-ca-
+# certificates adds an operator's own), and the variables that point the
+# tools with bundles of their own at it.
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+CA_BUNDLE_VARIABLES = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "NODE_EXTRA_CA_CERTS",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "CARGO_HTTP_CAINFO",
+)
 # A worktree's disk quota when no repository sets one (Repository's default).
 DEFAULT_WORKTREE_QUOTA_MB = 1024
 
@@ -169,11 +182,12 @@ class Jail:
     def environment(self) -> dict[str, str]:
         """The command's whole environment: built from nothing."""
         path = f"{PROJECT_PATH}:{self.path or SYSTEM_PATH}"
-        env = {
-            key: value
+        env = self.certificate_env()
+        env.update(
+            (key, value)
             for key, value in self.extra_env.items()
             if key not in ("PATH", "HOME", "TMPDIR", "USER")
-        }
+        )
         env.update(
             {
                 "PATH": path,
@@ -186,6 +200,18 @@ class Jail:
             }
         )
         return env
+
+    def certificate_env(self) -> dict[str, str]:
+        """The machine's CA bundle for the tools that trust only a bundle of
+        their own (pip's certifi, Node, cargo): the one the machine trusts,
+        with any CA its operator added (a TLS-inspecting proxy's, which every
+        download through the setup proxy then meets). Only where the command
+        sees the host's /etc/ssl; CODEX_SANDBOX_ENV overrides each."""
+        if not self.backend.sees_host_certificates:
+            return {}
+        if not Path(SYSTEM_CA_BUNDLE).is_file():
+            return {}
+        return dict.fromkeys(CA_BUNDLE_VARIABLES, SYSTEM_CA_BUNDLE)
 
     def which(self, program: str) -> str | None:
         """Where `program` is on the command's PATH, as the jail sees it; None

@@ -113,6 +113,9 @@ class Backend:
     # Container CLIs run the command elsewhere: the supervisor's cgroup and
     # rlimits would bind only the client, and the kill must reach the engine.
     supervisor_limits = True
+    # Whether the command sees the host's /etc/ssl (its CA bundle): a
+    # container sees its image's.
+    sees_host_certificates = True
 
     def problem(self) -> JailUnavailable | None:
         """Why this backend cannot run here, or None when it can."""
@@ -294,6 +297,7 @@ class ContainerBackend(Backend):
 
     jailed = True
     supervisor_limits = False
+    sees_host_certificates = False
 
     def __init__(self, cli: str) -> None:
         self.name = cli
