@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "lists",
         "agent_context",
         "repo_map",
+        "git_steps",
         "jail",
         "scheduled",
         "webhook",
