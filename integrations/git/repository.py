@@ -24,7 +24,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -130,6 +130,53 @@ def branch_sha(repo: str | os.PathLike[str], branch: str) -> str | None:
 def head_sha(worktree: str | os.PathLike[str]) -> str:
     """The commit checked out in `worktree`."""
     return run_git(["rev-parse", "HEAD"], worktree).strip()
+
+
+# A line of `git cat-file --batch`: the object found, or the name asked for
+# and why it is not there.
+BATCH_HEADER = re.compile(r"^(?P<sha>[0-9a-f]{40,64}) (?P<type>[a-z]+) (?P<size>\d+)$")
+
+
+def read_blobs(
+    repo: str | os.PathLike[str], commit: str, paths: Sequence[str]
+) -> dict[str, str | None]:
+    """The files `paths` at `commit`, read with one `git cat-file --batch`
+    (one git process however many files): path → text, or None when there is
+    no such path at `commit`.
+
+    Only what was read exactly is answered (a submodule, whose commit is not
+    in the repository, is None): every path is left out when git's output is
+    not all UTF-8 (a file that is not, a folder's listing), since the sizes
+    git gives are in bytes and the decoded text has lost them. The caller
+    reads those one by one. A git failure raises."""
+    asked = [path for path in paths if "\n" not in path]
+    if not asked:
+        return {}
+    names = "".join(f"{commit}:{path}\n" for path in asked)
+    output = git(["cat-file", "--batch"], repo, input=names).stdout
+    if "\ufffd" in output:
+        return {}  # bytes that are no UTF-8 were replaced: sizes do not fit
+    data, position, found = output.encode("utf-8"), 0, {}
+    for path in asked:
+        end = data.find(b"\n", position)
+        if end < 0:
+            return {}
+        header = data[position:end].decode("utf-8")
+        position = end + 1
+        match = BATCH_HEADER.match(header)
+        if match is None:
+            if header != f"{commit}:{path} missing":
+                return {}  # not what git answers for this name: trust nothing
+            found[path] = None
+            continue
+        size = int(match["size"])
+        content = data[position : position + size]
+        if len(content) != size or data[position + size : position + size + 1] != b"\n":
+            return {}
+        position += size + 1
+        if match["type"] == "blob":
+            found[path] = content.decode("utf-8")
+    return found
 
 
 # -- mirrors ------------------------------------------------------------------

@@ -4,8 +4,9 @@
 Every git command goes through `run_git` (or `git`, which also reports the exit
 status), which
 
-- never uses a shell and never prompts (GIT_TERMINAL_PROMPT=0, stdin closed), so
-  a missing credential fails at once instead of hanging a worker;
+- never uses a shell and never prompts (GIT_TERMINAL_PROMPT=0, stdin closed, or
+  holding only the caller's `input` and then closed), so a missing credential
+  fails at once instead of hanging a worker;
 - runs with a minimal environment: PATH, HOME, LANG, plus what the caller gives
   (the forge's credentials, an author identity). Nothing else of the worker's
   environment (API keys, database URLs) reaches git or the hooks and helpers it
@@ -348,6 +349,7 @@ def git(
     *,
     check: bool = True,
     busy_tries: int = 1,
+    input: str | None = None,  # noqa: A002 - subprocess's name for it
 ) -> GitResult:
     """Run `git <args>` in `cwd`; return its exit status and output.
 
@@ -358,13 +360,16 @@ def git(
     `busy_tries`: how often to run a command that fails only because another
     git holds a lock of the repository, pausing in between (for commands that
     are safe to repeat, such as a fetch); the last failure is raised.
+
+    `input`: text for git's standard input, closed after it (the object names
+    of a `cat-file --batch`, which reads many objects in one process).
     """
     args = [str(arg) for arg in args]
     secrets = secrets_of(env)
     _refuse_credentials_in(args, secrets)
     limit = settings.CODEX_GIT_TIMEOUT_SECONDS if timeout is None else timeout
     for attempt in range(1, max(1, busy_tries) + 1):
-        result = _run(args, cwd, env, limit, secrets)
+        result = _run(args, cwd, env, limit, secrets, input)
         if result.returncode == 0 or not check:
             return result
         if attempt < busy_tries and BUSY.search(result.stderr):
@@ -388,6 +393,7 @@ def _run(
     env: Mapping[str, str] | None,
     limit: float,
     secrets: Sequence[str],
+    input: str | None = None,  # noqa: A002 - subprocess's name for it
 ) -> GitResult:
     """One run of git; its stderr scrubbed, its stdout as printed."""
     try:
@@ -395,7 +401,7 @@ def _run(
             ["git", *HARDENED, *_stall_limit(), *args],
             cwd=os.fspath(cwd),
             env=git_environment(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -417,7 +423,7 @@ def _run(
             f"{exc.strerror or exc}",
         ).exception() from None
     try:
-        stdout, stderr = process.communicate(timeout=limit)
+        stdout, stderr = process.communicate(input, timeout=limit)
     except subprocess.TimeoutExpired:
         _kill(process)
         raise classify_kind(
