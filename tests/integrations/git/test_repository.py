@@ -262,6 +262,42 @@ def test_a_later_step_reuses_the_mirror_and_worktree_with_fewer_gits(
     assert git_commands == ["fetch", "show-ref", "rev-parse"]
 
 
+def test_a_commit_compares_the_index_with_head_rather_than_walk_the_tree_again(
+    worktree, git_commands
+):
+    """`add --all` walked the tree already: what is left to commit is the
+    index against HEAD (no `git status` over every file), and nothing staged
+    is still no commit."""
+    (worktree / "README.md").write_text("changed\n")
+    (worktree / "new.txt").write_text("new\n")
+    sha = commit_all(worktree, "a change", TASK)
+    assert git_commands == ["add", "diff", "commit", "rev-parse"]
+    assert sha == head_sha(worktree)
+    changed = run_git(["show", "--name-status", "--format=", "HEAD"], worktree)
+    assert changed.split() == ["M", "README.md", "A", "new.txt"]
+
+    git_commands.clear()
+    assert commit_all(worktree, "nothing", TASK) is None
+    assert git_commands == ["add", "diff"]
+    assert head_sha(worktree) == sha
+
+
+def test_a_commit_whose_check_fails_raises_rather_than_skip(worktree, monkeypatch):
+    from integrations.git import commits
+
+    real = commits.git
+
+    def broken(args, *rest, **kwargs):
+        if args[0] == "diff":
+            return real(["diff", "--cached", "--quiet", "no-such-ref"], *rest, **kwargs)
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(commits, "git", broken)
+    (worktree / "new.txt").write_text("new\n")
+    with pytest.raises(ClassifiedFailure):
+        commit_all(worktree, "a change", TASK)
+
+
 def test_a_worktree_on_another_branch_or_detached_still_asks_git(
     mirror, worktree, git_commands
 ):
