@@ -366,3 +366,56 @@ def test_a_merge_killed_mid_way_does_not_break_later_pushes(remote, tmp_path):
     assert branch_sha(remote, "main") == merged
     assert not scratch.exists()
     run_git(["push", "--quiet", "origin", "feature"], other)
+
+
+def test_a_new_mirror_is_cloned_in_the_mirror_layout(remote, tmp_path, git_commands):
+    """The first call clones (no fetch into an empty repository, which walks
+    every object to check the pack): the remote's branches end under
+    refs/remotes/origin/ and the mirror has no local branch."""
+    other = clone(remote, tmp_path / "other", "main")
+    commit_file(other, "b.txt", "b\n", "on a branch")
+    run_git(["push", "--quiet", "origin", "HEAD:refs/heads/feature"], other)
+    git_commands.clear()
+    mirror = ensure_mirror(repo_for(remote), str(remote), {})
+    assert git_commands[0] == "clone" and "fetch" not in git_commands
+    refs = run_git(["for-each-ref", "--format=%(refname)"], mirror).split()
+    assert refs == ["refs/remotes/origin/feature", "refs/remotes/origin/main"]
+    assert ref_sha(mirror, "refs/remotes/origin/main") == branch_sha(remote, "main")
+    fetch = run_git(["config", "--get-all", "remote.origin.fetch"], mirror).split()
+    assert fetch == ["+refs/heads/*:refs/remotes/origin/*"]
+    assert run_git(["config", "--get", "remote.origin.url"], mirror).strip() == str(
+        remote
+    )
+    assert sorted(p.name for p in mirror.iterdir() if p.name.startswith("codex")) == [
+        "codex.lock"
+    ]
+    # And it works as a mirror: a worktree, a commit, a push, a fetch.
+    worktree = add_worktree(mirror, tmp_path / "worktrees" / "w", BRANCH, "main")
+    (worktree / "c.txt").write_text("c\n")
+    sha = commit_all(worktree, "ours", TASK)
+    assert push(worktree, BRANCH, {}) == sha
+    git_commands.clear()
+    ensure_mirror(repo_for(remote), str(remote), {})
+    assert git_commands == ["fetch"]
+    assert ref_sha(mirror, f"refs/remotes/origin/{BRANCH}") == sha
+
+
+def test_what_a_stopped_clone_left_is_replaced(remote, settings):
+    repository = repo_for(remote)
+    mirror = mirror_path(repository)
+    (mirror / "objects").mkdir(parents=True)
+    (mirror / "objects" / "stray").write_text("half-way\n")
+    (mirror / "codex-clone").mkdir()
+    (mirror / "packed-refs").write_text("# pack-refs with: peeled\n")
+    assert ensure_mirror(repository, str(remote), {}) == mirror
+    assert not (mirror / "objects" / "stray").exists()
+    assert not (mirror / "codex-clone").exists()
+    assert ref_sha(mirror, "refs/remotes/origin/main") == branch_sha(remote, "main")
+
+
+def test_a_clone_that_fails_leaves_no_repository(tmp_path):
+    repository = Repository(url="file:///nowhere", forge="local")
+    with pytest.raises(ClassifiedFailure):
+        ensure_mirror(repository, str(tmp_path / "no-such-remote.git"), {})
+    mirror = mirror_path(repository)
+    assert [p.name for p in mirror.iterdir()] == ["codex.lock"]

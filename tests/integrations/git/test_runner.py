@@ -51,7 +51,8 @@ def test_credentials_go_only_through_the_environment(remote, spawned, monkeypatc
     ensure_mirror(Repository(url=f"file://{remote}"), str(remote), credential_env())
 
     assert spawned
-    fetch = next(call for call in spawned if "fetch" in call["args"])
+    # A new mirror's first fetch is a clone.
+    fetch = next(call for call in spawned if "clone" in call["args"])
     assert fetch["env"]["GIT_CONFIG_VALUE_0"] == f"AUTHORIZATION: basic {BASIC}"
     for call in spawned:
         argv = " ".join(call["args"])
