@@ -387,8 +387,9 @@ def _worktree_list(repo: Path) -> str:
 
 
 STEP_NOTES = {
-    "first_clone": "ensure_mirror with no mirror (init, remote, fetch of every "
-    "branch) against `git clone --mirror --no-local`",
+    "first_clone": "ensure_mirror with no mirror (a bare clone of every branch "
+    "into refs/remotes/origin/, its local branches dropped) against `git clone "
+    "--mirror --no-local`",
     "fetch": "ensure_mirror on the mirror after origin's main gained a commit, "
     "against `git fetch --prune` in the bare mirror",
     "worktree": "add_worktree on a new task branch from origin's main, then "
@@ -422,6 +423,12 @@ def _figures(
     for step, note in STEP_NOTES.items():
         codex, plain, runs = steps.median(step)
         ratio = codex / plain if plain else None
+        each = " ".join(
+            f"{label} {', '.join(f'{x:.3g}' for x in samples)} s;"
+            for label, samples in zip(
+                ("Codex", "bare"), steps.samples[step], strict=True
+            )
+        )
         results.append(
             figure(
                 f"git_{step}_seconds",
@@ -430,7 +437,7 @@ def _figures(
                 ceiling=plain,
                 goal=f"<= {GOAL}x bare git",
                 meets=ratio is not None and ratio <= GOAL,
-                notes=f"{size}; {note}; median of {runs}",
+                notes=f"{size}; {note}; median of {runs} ({each[:-1]})",
             )
         )
     worktree = statistics.median(t["worktree"] for t in live)
