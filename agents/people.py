@@ -23,7 +23,7 @@ from agents.prompts import strip_hidden, untrusted
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import EventKind
 from codex.tasks.models.steering import SteeringMessage
-from integrations.git import read_blobs, run_git
+from integrations.git import read_blobs, read_refs, run_git
 
 if TYPE_CHECKING:
     from codex.tasks.models import Task
@@ -135,8 +135,14 @@ def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]
     """The repository's rules files at `base_ref`'s commit as one fenced
     text (empty when there are none), and what was read: the commit and the
     paths, for the run's record."""
+    # Read from git's files when they are plain: a later step at the same
+    # commits then starts no git at all. Otherwise (or a ref missing) git
+    # answers, and its failure means no rules.
+    found = read_refs(worktree, [base_ref, "HEAD"])
     try:
-        commit, head = run_git(["rev-parse", base_ref, "HEAD"], worktree).split()
+        commit, head = (
+            found or run_git(["rev-parse", base_ref, "HEAD"], worktree).split()
+        )
     except (ClassifiedFailure, ValueError):
         return "", {}
     paths = [*ROOT_RULE_FILES]

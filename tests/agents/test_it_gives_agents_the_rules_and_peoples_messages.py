@@ -223,7 +223,8 @@ def test_the_first_look_reads_every_rules_file_with_one_git(worktree, git_calls)
     """Where the base and the branch are, what the branch touched, then the
     candidate files all at once: not a `git show` per file."""
     text, record = people.repository_rules(worktree, "origin/main")
-    assert git_calls == ["rev-parse", "diff", "cat-file"]
+    # Where the base and the branch are is read from git's files.
+    assert git_calls == ["diff", "cat-file"]
     assert record["paths"] == ["AGENTS.md", "app/AGENTS.md"]
     assert "Use tabs." in text and "Views stay thin." in text
 
@@ -231,7 +232,7 @@ def test_the_first_look_reads_every_rules_file_with_one_git(worktree, git_calls)
 def test_a_branch_without_commits_runs_no_diff(worktree, git_calls):
     run_git(["reset", "--quiet", "--hard", "origin/main"], worktree)
     _, record = people.repository_rules(worktree, "origin/main")
-    assert git_calls == ["rev-parse", "cat-file"]
+    assert git_calls == ["cat-file"]
     assert record["paths"] == ["AGENTS.md"]
 
 
@@ -247,13 +248,21 @@ def test_rules_files_that_are_no_utf8_are_read_one_by_one(worktree, tmp_path):
     assert "caf\ufffd rules" in text and "Views stay thin." in text
 
 
+def test_refs_git_must_resolve_are_asked_of_git(worktree, git_calls):
+    text, record = people.repository_rules(worktree, "origin/main~0")
+    assert git_calls[0] == "rev-parse" and "Use tabs." in text
+    assert record["commit"] == run_git(["rev-parse", "origin/main"], worktree).strip()
+    assert people.repository_rules(worktree, "origin/no-such-branch") == ("", {})
+
+
 def test_the_next_step_at_the_same_base_reads_no_file_again(worktree, git_calls):
     _, first = people.repository_rules(worktree, "origin/main")
     git_calls.clear()
     text, again = people.repository_rules(worktree, "origin/main")
     assert again == first and "Use tabs." in text and "Views stay thin." in text
-    # Only what can change: where the base and the branch are.
-    assert git_calls == ["rev-parse"]
+    # Only what can change, where the base and the branch are, read from
+    # git's files: no git at all.
+    assert git_calls == []
 
 
 def test_a_commit_on_the_branch_is_looked_at_anew(worktree, tmp_path, git_calls):
