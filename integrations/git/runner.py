@@ -49,6 +49,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -423,9 +424,8 @@ def _run(
             f"{exc.strerror or exc}",
         ).exception() from None
     try:
-        stdout, stderr = process.communicate(input, timeout=limit)
+        stdout, stderr = _communicate(process, input, limit)
     except subprocess.TimeoutExpired:
-        _kill(process)
         raise classify_kind(
             SOURCE,
             ErrorKind.TIMEOUT,
@@ -466,11 +466,41 @@ def _gone(args: Sequence[str], cwd: str | os.PathLike[str]) -> ClassifiedFailure
     ).exception()
 
 
+def _communicate(
+    process: subprocess.Popen, input: str | None, limit: float
+) -> tuple[str, str]:
+    """`process.communicate(input)`, git and everything it started killed
+    after `limit` seconds (TimeoutExpired then, once it is reaped).
+
+    A watchdog rather than communicate's own timeout: with one, its last
+    wait for git to exit polls with sleeps doubling from half a millisecond,
+    which made a short git (a rev-parse) take three times as long as git
+    itself on a busy machine (bench/git_steps.py).
+    """
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill(process)
+
+    watchdog = threading.Timer(limit, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        stdout, stderr = process.communicate(input)
+    finally:
+        watchdog.cancel()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(process.args, limit)
+    return stdout, stderr
+
+
 def _kill(process: subprocess.Popen) -> None:
-    """Kill git and everything it started, and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    """Kill git and everything it started (its own process group), unless it
+    was reaped already (its id may be another process's by then)."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def run_git(
