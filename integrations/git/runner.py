@@ -44,6 +44,7 @@ Codex's own are inherited by every git started while they are held
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import re
@@ -475,22 +476,24 @@ def _communicate(
     A watchdog rather than communicate's own timeout: with one, its last
     wait for git to exit polls with sleeps doubling from half a millisecond,
     which made a short git (a rev-parse) take three times as long as git
-    itself on a busy machine (bench/git_steps.py).
+    itself on a busy machine (bench/git_steps.py). The watchdog is a bare
+    thread, which nothing waits for to start (threading.Thread.start would,
+    another context switch per git).
     """
-    expired = threading.Event()
+    done = threading.Event()
+    expired: list[bool] = []
 
-    def expire() -> None:
-        expired.set()
-        _kill(process)
+    def watch() -> None:
+        if not done.wait(limit):
+            expired.append(True)
+            _kill(process)
 
-    watchdog = threading.Timer(limit, expire)
-    watchdog.daemon = True
-    watchdog.start()
+    _thread.start_new_thread(watch, ())
     try:
         stdout, stderr = process.communicate(input)
     finally:
-        watchdog.cancel()
-    if expired.is_set():
+        done.set()
+    if expired:
         raise subprocess.TimeoutExpired(process.args, limit)
     return stdout, stderr
 
