@@ -13,8 +13,9 @@ git (the commands an expert would type) in the same run:
   after the fetch, agents/phase_runner.prepare_worktree) against
   `git worktree add -b`;
 - the rules lookup (agents/people.repository_rules, its per-process caches
-  emptied: a step's first look at a new commit) against `git diff
-  --name-only` and one `git cat-file --batch` of the same files;
+  emptied: a step's first look at a new commit; and again at a later step,
+  the caches kept) against `git diff --name-only` and one `git cat-file
+  --batch` of the same files;
 - a commit of a small change (`commit_all`) against `git add --all` and
   `git commit`;
 - the push (`push`) against `git push`;
@@ -300,6 +301,17 @@ def measure(
             lambda theirs=theirs: _bare_rules(theirs, "main"),
             turn,
         )
+
+        def codex_rules_again(ours=ours):
+            text, record = people.repository_rules(ours, "origin/main")
+            assert len(record.get("paths", [])) == 2, record
+
+        steps.pair(
+            "rules_lookup_later_step",
+            codex_rules_again,
+            lambda theirs=theirs: _bare_rules(theirs, "main"),
+            turn,
+        )
         steps.pair(
             "push",
             lambda ours=ours, branch=branch: push(ours, branch, {}),
@@ -399,6 +411,9 @@ STEP_NOTES = {
     "commit, its per-process caches emptied (the first look at a commit), "
     "against `git diff --name-only base...HEAD` and one `git cat-file "
     "--batch` of the same candidate files",
+    "rules_lookup_later_step": "the same lookup at a later step of the task "
+    "(the same commits: what this process read is kept), against the same "
+    "bare git lookup",
     "commit": "commit_all of a changed and a new file, against `git add --all` "
     "and `git commit`",
     "push": "push of the task branch (one new commit) to the forge, against "
