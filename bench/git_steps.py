@@ -369,9 +369,10 @@ def _small_change(tree: Path, ruled: str, turn: int) -> None:
 
 def _bare_rules(worktree: Path, base: str) -> None:
     """The rules files at `base` as a person would read them: the folders the
-    branch touched, then every candidate file in one `git cat-file`."""
+    branch touched (and their parents, as Codex looks), then every candidate
+    file in one `git cat-file`."""
     names = bare("diff", "--name-only", f"{base}...HEAD", cwd=worktree).split()
-    folders = {str(Path(n).parent) for n in names} - {"."}
+    folders = {str(folder) for n in names for folder in Path(n).parents} - {"."}
     candidates = ["AGENTS.md", "CLAUDE.md", ".codex/rules.md"]
     candidates += [f"{folder}/AGENTS.md" for folder in sorted(folders)]
     subprocess.run(
@@ -410,7 +411,8 @@ STEP_NOTES = {
     "rules_lookup": "agents.people.repository_rules after the task's first "
     "commit, its per-process caches emptied (the first look at a commit), "
     "against `git diff --name-only base...HEAD` and one `git cat-file "
-    "--batch` of the same candidate files",
+    "--batch` of the same candidate files (the root's, and AGENTS.md in each "
+    "folder the branch touched and their parents)",
     "rules_lookup_later_step": "the same lookup at a later step of the task "
     "(the same commits: what this process read is kept), against the same "
     "bare git lookup",
