@@ -240,7 +240,7 @@ def measure(
     plain_mirror = work / "bare-mirror.git"
     steps = Steps()
     clones = 2
-    tasks = 2 if smoke else 3
+    tasks = 2 if smoke else 5
 
     # The first clone: no mirror yet.
     for turn in range(clones):
