@@ -28,7 +28,7 @@ goal is at most 1.3x bare git. What is judged is CPU: this process's (Codex's
 Python; the bare runs' subprocess calls) and that of the gits it started.
 Wall clock is in the notes: a checkout or removal of 100,000 files waits on
 the disk, which on a shared machine made the same bare `git worktree add`
-take 4 s in one run and 28 s in the next. Disk: the bytes a live task holds (its
+take 4 s and 25 s in one run. Disk: the bytes a live task holds (its
 worktree, its administrative folder in the mirror with the index, and the
 objects its commit added to the mirror), and what is left of the task once
 cleaned up (goal: nothing).
