@@ -23,7 +23,7 @@ from agents.prompts import strip_hidden, untrusted
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import EventKind
 from codex.tasks.models.steering import SteeringMessage
-from integrations.git import run_git
+from integrations.git import read_blobs, read_refs, run_git
 
 if TYPE_CHECKING:
     from codex.tasks.models import Task
@@ -54,8 +54,9 @@ def _show(worktree: Path, commit: str, path: str) -> str | None:
     """`path` at `commit` (None when there is no such file or it cannot be
     read). A commit's files never change, so what is read is kept: every
     step of every task reads the same rules files at the same base commit
-    until main moves, and a file the `git ls-tree` of repository_rules found
-    missing stays missing. A failed read is not kept."""
+    until main moves, and a file repository_rules found missing (with its
+    one read of every file, or a `git ls-tree`) stays missing. A failed read
+    is not kept."""
     key = (commit, path)
     if _FILES_AT.get(key) is False:
         return None  # repository_rules' ls-tree found no such file
@@ -67,6 +68,24 @@ def _show(worktree: Path, commit: str, path: str) -> str | None:
         return None
     # More than the cap is never used: what is kept stays bounded.
     return _keep(_TEXT_AT, key, text[: RULES_MAX_CHARS + 1])
+
+
+def _read_at_once(worktree: Path, commit: str, paths: list[str]) -> None:
+    """The paths not known yet at `commit` read with one git (rather than a
+    `git ls-tree` and a `git show` per file): which exist, and their text,
+    kept as _show keeps them. What that one read cannot answer (a failure,
+    a file that is no UTF-8) is left to the file-by-file reading."""
+    unknown = [path for path in paths if (commit, path) not in _FILES_AT]
+    if not unknown:
+        return
+    try:
+        found = read_blobs(worktree, commit, unknown)
+    except ClassifiedFailure:
+        return
+    for path, text in found.items():
+        if text is not None:
+            _keep(_TEXT_AT, (commit, path), text[: RULES_MAX_CHARS + 1])
+        _keep(_FILES_AT, (commit, path), text is not None)
 
 
 def _learn_which_exist(worktree: Path, commit: str, paths: list[str]) -> None:
@@ -96,6 +115,8 @@ def _touched_folders(worktree: Path, base: str, head: str) -> list[str]:
     """The folders (and their parents) of the files the branch changed from
     commit `base` to commit `head`; kept like the files (only a step after
     a new commit, or a moved base, runs the diff)."""
+    if base == head:
+        return []  # a branch without commits of its own touches nothing
     if (base, head) in _FOLDERS_OF:
         return _FOLDERS_OF[base, head]
     try:
@@ -114,8 +135,14 @@ def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]
     """The repository's rules files at `base_ref`'s commit as one fenced
     text (empty when there are none), and what was read: the commit and the
     paths, for the run's record."""
+    # Read from git's files when they are plain: a later step at the same
+    # commits then starts no git at all. Otherwise (or a ref missing) git
+    # answers, and its failure means no rules.
+    found = read_refs(worktree, [base_ref, "HEAD"])
     try:
-        commit, head = run_git(["rev-parse", base_ref, "HEAD"], worktree).split()
+        commit, head = (
+            found or run_git(["rev-parse", base_ref, "HEAD"], worktree).split()
+        )
     except (ClassifiedFailure, ValueError):
         return "", {}
     paths = [*ROOT_RULE_FILES]
@@ -123,6 +150,7 @@ def repository_rules(worktree: Path, base_ref: str) -> tuple[str, dict[str, Any]
         f"{folder}/{FOLDER_RULE_FILE}"
         for folder in _touched_folders(worktree, commit, head)
     ]
+    _read_at_once(worktree, commit, paths)
     _learn_which_exist(worktree, commit, paths)
     parts, read, left = [], [], RULES_MAX_CHARS
     for path in paths:

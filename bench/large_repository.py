@@ -9,6 +9,12 @@ minified bundle. Contents are made from a seeded generator, so a repository of
 n files is the same on every machine. It is written with one `git fast-import`
 (two commits) and checked out once, then kept under var/bench/repositories/ and
 reused; a marker beside it holds its head commit.
+
+With `commits` above two, a history follows the first commit (the figures of
+git steps, bench/git_steps.py): each later commit changes one to three files of
+a pool of one file in fifty, as a long-lived project's commits do. Such a
+repository can also be kept bare (`bare=True`): a forge's copy, never checked
+out.
 """
 
 from __future__ import annotations
@@ -270,19 +276,53 @@ def _commit(message: str, when: int) -> bytes:
     )
 
 
-def fast_import_stream(files: int):
+# One file in HISTORY_POOL is changed by the commits of a longer history.
+HISTORY_POOL = 50
+
+
+def _modify(path: str, data: bytes) -> bytes:
+    return b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data)
+
+
+def fast_import_stream(files: int, commits: int = 2):
     """The `git fast-import` input: the whole tree, then a second commit that
-    changes one file in a hundred (some history to carry)."""
+    changes one file in a hundred (some history to carry); with `commits`
+    above two, instead, `commits - 1` commits that each change one to three
+    files of the history's pool (HISTORY_POOL)."""
+    if commits < 2:
+        raise ValueError("a generated repository has at least two commits")
     yield _commit(f"A generated repository of {files} files", EPOCH)
-    changed = []
+    changed, pool = [], []
     for n, (path, data) in enumerate(contents(files)):
-        yield b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data)
+        yield _modify(path, data)
         if n % 100 == 7:
             changed.append((path, data))
-    yield b"\n" + _commit("Touch one file in a hundred", EPOCH + 3600)
-    for path, data in changed:
-        data += b"\n# touched\n" if path.endswith(".py") else b"\n// touched\n"
-        yield b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data)
+        # Source files only: a line added to a JSON file would break it.
+        if n % HISTORY_POOL == 3 and not path.endswith((".json", ".min.js")):
+            pool.append([path, data])
+    if commits == 2:
+        yield b"\n" + _commit("Touch one file in a hundred", EPOCH + 3600)
+        for path, data in changed:
+            data += b"\n# touched\n" if path.endswith(".py") else b"\n// touched\n"
+            yield _modify(path, data)
+        yield b"\n"
+        return
+    yield from _history(pool, commits - 1, random.Random(f"codex-history-{files}"))
+
+
+def _history(pool: list[list], count: int, rng: random.Random):
+    """`count` commits, each adding a line to one to three files of `pool`
+    ([path, contents] pairs, updated in place), an hour apart."""
+    for number in range(1, count + 1):
+        picked = {rng.randrange(len(pool)) for _ in range(rng.randint(1, 3))}
+        names = ", ".join(pool[i][0].rsplit("/", 1)[-1] for i in sorted(picked))
+        yield b"\n" + _commit(f"Change {names} ({number})", EPOCH + 3600 * number)
+        for i in sorted(picked):
+            path, data = pool[i]
+            mark = b"#" if path.endswith((".py", ".md", ".txt")) else b"//"
+            data += b"%s change %d\n" % (mark, number)
+            pool[i][1] = data
+            yield _modify(path, data)
     yield b"\n"
 
 
@@ -297,24 +337,34 @@ def git(*args: str, cwd: Path, check: bool = True) -> str:
     ).stdout
 
 
-def repository(files: int, root: Path | None = None) -> Path:
-    """The worktree of the generated repository of `files` files, at its head
-    commit and clean; made (in well under a minute for 100,000 files) unless
-    a copy of this VERSION is kept under `root` (var/bench/repositories)."""
+def repository(
+    files: int, root: Path | None = None, *, commits: int = 2, bare: bool = False
+) -> Path:
+    """The worktree of the generated repository of `files` files and `commits`
+    commits, at its head commit and clean (with `bare`, a bare repository
+    whose main is that commit); made (in well under a minute for 100,000
+    files and two commits) unless a copy of this VERSION is kept under `root`
+    (var/bench/repositories)."""
     root = root or ROOT / "var" / "bench" / "repositories"
-    target = root / f"files-{files}-v{VERSION}"
-    marker = target.with_suffix(".head")
+    name = f"files-{files}" + (f"-commits-{commits}" if commits != 2 else "")
+    target = root / f"{name}-v{VERSION}{'.git' if bare else ''}"
+    marker = root / f"{name}-v{VERSION}{'-bare' if bare else ''}.head"
     if target.is_dir() and marker.is_file():
         head = marker.read_text().strip()
-        restore(target, head)
+        if bare:
+            git("update-ref", "refs/heads/main", head, cwd=target)
+        else:
+            restore(target, head)
         return target
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(target, ignore_errors=True)
-    building = root / f".building-{files}-{os.getpid()}"
+    building = root / f".building-{name}-{os.getpid()}"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
     try:
-        git("init", "--quiet", "-b", "main", cwd=building)
+        git(
+            "init", "--quiet", *(["--bare"] if bare else []), "-b", "main", cwd=building
+        )
         process = subprocess.Popen(
             ["git", "-c", "core.compression=1", "fast-import", "--quiet"],
             cwd=building,
@@ -323,12 +373,13 @@ def repository(files: int, root: Path | None = None) -> Path:
         )
         assert process.stdin is not None
         with process.stdin:
-            for chunk in fast_import_stream(files):
+            for chunk in fast_import_stream(files, commits):
                 process.stdin.write(chunk)
         if process.wait() != 0:
             raise RuntimeError(f"git fast-import exited {process.returncode}")
-        git("reset", "--hard", "--quiet", "main", cwd=building)
-        head = git("rev-parse", "HEAD", cwd=building).strip()
+        if not bare:
+            git("reset", "--hard", "--quiet", "main", cwd=building)
+        head = git("rev-parse", "main", cwd=building).strip()
         os.rename(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
@@ -351,9 +402,12 @@ def restore(worktree: Path, head: str) -> None:
 if __name__ == "__main__":
     import sys
 
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    # python -m bench.large_repository [files] [commits] [--bare]
+    numbers = [int(arg) for arg in sys.argv[1:] if not arg.startswith("-")]
+    count = numbers[0] if numbers else 100_000
+    history = numbers[1] if len(numbers) > 1 else 2
     started = time.perf_counter()
-    path = repository(count)
+    path = repository(count, commits=history, bare="--bare" in sys.argv)
     print(f"{path} in {time.perf_counter() - started:.1f} s")
     with contextlib.suppress(Exception):
         print(git("count-objects", "-vH", cwd=path))

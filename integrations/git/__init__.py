@@ -5,11 +5,13 @@ in the environment, a timeout, classified failures), `streaming.GitStream` a
 read-only git whose output is read as it comes (a search); the operations built
 on them: `repository` (mirrors, worktrees), `commits` (commits, pushes with
 pull-and-retry), `merges` (for the local forge); `locks` (Codex's lock on a git
-folder, and the lock files a killed git leaves).
+folder, and the lock files a killed git leaves); `refs` (refs read from git's
+files without starting git, where that is plain).
 """
 
 from integrations.git.commits import STEP_TRAILER, commit_all, committed_steps, push
 from integrations.git.merges import is_ancestor, merge_heads, merge_into
+from integrations.git.refs import read_refs
 from integrations.git.repository import (
     add_worktree,
     branch_name,
@@ -20,6 +22,7 @@ from integrations.git.repository import (
     mirror_path,
     prune_all_mirrors,
     prune_worktrees,
+    read_blobs,
     ref_sha,
     remove_worktree,
     require_worktree,
@@ -42,6 +45,8 @@ __all__ = [
     "mirror_path",
     "prune_all_mirrors",
     "prune_worktrees",
+    "read_blobs",
+    "read_refs",
     "push",
     "ref_sha",
     "remove_worktree",

@@ -21,7 +21,7 @@ from codex.core.errors import (
     make_error,
 )
 from integrations.git.repository import head_sha, identity_env, require_worktree
-from integrations.git.runner import SOURCE, git, run_git
+from integrations.git.runner import SOURCE, classify_stderr, git, run_git
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,17 @@ def commit_all(
         extra += ["--trailer", f"{key}: {value}"]
     require_worktree(worktree)
     run_git(["add", "--all"], worktree)
-    if not run_git(["status", "--porcelain"], worktree).strip():
+    # Once everything is staged, whether there is anything to commit is the
+    # index against HEAD: `git status` would walk and stat the whole tree
+    # again, as `add` just did (half a second on 100,000 files and most of
+    # the step's cost over bare git's, bench/git_steps.py).
+    staged = git(["diff", "--cached", "--quiet"], worktree, check=False)
+    if staged.returncode == 0:
         return None
+    if staged.returncode != 1:
+        raise classify_stderr(
+            ["diff", "--cached", "--quiet"], staged.returncode, staged.stderr
+        )
     with message_file(message) as path:
         run_git(
             # --no-verify and no signing: the commit must not depend on hooks or

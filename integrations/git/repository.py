@@ -6,10 +6,11 @@ credentials only in the environment, classified failures).
 Layout:
 
 - one bare *mirror* per repository under CODEX_MIRROR_ROOT
-  (`<owner>--<name>-<hash>.git`), fetched on every `ensure_mirror`. Its remote
-  `origin` fetches into `refs/remotes/origin/*`, not `refs/*` as `clone
-  --mirror` would: a fetch must never overwrite or prune the local branches
-  the agents' worktrees have checked out;
+  (`<owner>--<name>-<hash>.git`), cloned on the first `ensure_mirror` and
+  fetched on every later one. Its remote `origin` fetches into
+  `refs/remotes/origin/*`, not `refs/*` as `clone --mirror` would: a fetch
+  must never overwrite or prune the local branches the agents' worktrees have
+  checked out;
 - one *worktree* per agent instance (CODEX_WORKTREE_ROOT/...), on branch
   `codex/<task_id>[-aN]`, created from `origin/<base>`.
 
@@ -24,7 +25,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -37,7 +38,7 @@ from codex.core.errors import (
     make_error,
 )
 from integrations.git.config_guard import scrub_local_config
-from integrations.git.locks import locked
+from integrations.git.locks import LOCK_FILE, locked
 from integrations.git.runner import SOURCE, URL_USERINFO, git, run_git
 
 logger = logging.getLogger(__name__)
@@ -132,6 +133,53 @@ def head_sha(worktree: str | os.PathLike[str]) -> str:
     return run_git(["rev-parse", "HEAD"], worktree).strip()
 
 
+# A line of `git cat-file --batch`: the object found, or the name asked for
+# and why it is not there.
+BATCH_HEADER = re.compile(r"^(?P<sha>[0-9a-f]{40,64}) (?P<type>[a-z]+) (?P<size>\d+)$")
+
+
+def read_blobs(
+    repo: str | os.PathLike[str], commit: str, paths: Sequence[str]
+) -> dict[str, str | None]:
+    """The files `paths` at `commit`, read with one `git cat-file --batch`
+    (one git process however many files): path → text, or None when there is
+    no such path at `commit`.
+
+    Only what was read exactly is answered (a submodule, whose commit is not
+    in the repository, is None): every path is left out when git's output is
+    not all UTF-8 (a file that is not, a folder's listing), since the sizes
+    git gives are in bytes and the decoded text has lost them. The caller
+    reads those one by one. A git failure raises."""
+    asked = [path for path in paths if "\n" not in path]
+    if not asked:
+        return {}
+    names = "".join(f"{commit}:{path}\n" for path in asked)
+    output = git(["cat-file", "--batch"], repo, input=names).stdout
+    if "\ufffd" in output:
+        return {}  # bytes that are no UTF-8 were replaced: sizes do not fit
+    data, position, found = output.encode("utf-8"), 0, {}
+    for path in asked:
+        end = data.find(b"\n", position)
+        if end < 0:
+            return {}
+        header = data[position:end].decode("utf-8")
+        position = end + 1
+        match = BATCH_HEADER.match(header)
+        if match is None:
+            if header != f"{commit}:{path} missing":
+                return {}  # not what git answers for this name: trust nothing
+            found[path] = None
+            continue
+        size = int(match["size"])
+        content = data[position : position + size]
+        if len(content) != size or data[position + size : position + size + 1] != b"\n":
+            return {}
+        position += size + 1
+        if match["type"] == "blob":
+            found[path] = content.decode("utf-8")
+    return found
+
+
 # -- mirrors ------------------------------------------------------------------
 
 
@@ -140,18 +188,20 @@ def ensure_mirror(
     remote_url: str,
     env: Mapping[str, str] | None = None,
 ) -> Path:
-    """The bare mirror of `repository`, created on first use and fetched from
-    `remote_url` (credentials in `env`, never in the URL) on every call."""
+    """The bare mirror of `repository`, cloned from `remote_url` (credentials
+    in `env`, never in the URL) on first use and fetched on every later call."""
     if URL_USERINFO.search(remote_url):
         raise ValueError("the remote URL must not contain credentials")
     mirror = mirror_path(repository)
     with locked(mirror):
-        existed = _is_repository(mirror)
-        if not existed:
-            run_git(["init", "--bare", "--quiet", str(mirror)], mirror.parent)
+        if not _is_repository(mirror):
+            _clone(mirror, remote_url, env)
+            _remotes_checked[mirror] = remote_url
+            scrub_local_config(mirror)
+            return mirror
         # Only Codex configures its mirrors: a remote this process set or
         # checked is still right, so a step does not ask git again.
-        if not existed or _remotes_checked.get(mirror) != remote_url:
+        if _remotes_checked.get(mirror) != remote_url:
             _remotes_checked.pop(mirror, None)
             _set_remote(mirror, remote_url)
             _remotes_checked[mirror] = remote_url
@@ -166,6 +216,51 @@ def ensure_mirror(
             busy_tries=FETCH_TRIES,
         )
     return mirror
+
+
+# Where a mirror's first clone is made, inside the mirror's folder (which
+# already holds the lock, so git cannot clone into it): moved up when done.
+CLONING = "codex-clone"
+ORIGIN_REFSPEC = "+refs/heads/*:refs/remotes/origin/*"
+
+
+def _clone(mirror: Path, remote_url: str, env: Mapping[str, str] | None) -> None:
+    """Make `mirror` a bare clone of `remote_url` in the mirror layout (the
+    remote's branches under refs/remotes/origin/, no local branch).
+
+    A clone rather than `init` and `fetch`: `git clone` knows the pack it
+    received is all there is and skips the walk over every object that a
+    fetch into an empty repository makes to check it is complete (seconds on
+    a long history, bench/git_steps.py). What an earlier creation stopped
+    half-way left in the folder (it has no HEAD: no repository) goes first.
+    """
+    for leftover in mirror.iterdir():
+        if leftover.name == LOCK_FILE:
+            continue
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink()
+    staging = mirror / CLONING
+    try:
+        git(
+            ["clone", "--bare", "--quiet", "--no-local"]
+            + ["-c", f"remote.origin.fetch={ORIGIN_REFSPEC}", remote_url, staging],
+            mirror,
+            env,
+        )
+        # A bare clone also makes a local branch of every remote one; a
+        # mirror's local branches are its worktrees' alone (module docstring).
+        heads = run_git(
+            ["for-each-ref", "--format=delete %(refname)", "refs/heads/"], staging
+        )
+        if heads.strip():
+            git(["update-ref", "--stdin"], staging, input=heads)
+        # HEAD last: the folder is a repository (_is_repository) once whole.
+        for entry in sorted(staging.iterdir(), key=lambda e: e.name == "HEAD"):
+            entry.rename(mirror / entry.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 # mirror → the origin URL this process set or found there (ensure_mirror).

@@ -4,8 +4,9 @@
 Every git command goes through `run_git` (or `git`, which also reports the exit
 status), which
 
-- never uses a shell and never prompts (GIT_TERMINAL_PROMPT=0, stdin closed), so
-  a missing credential fails at once instead of hanging a worker;
+- never uses a shell and never prompts (GIT_TERMINAL_PROMPT=0, stdin closed, or
+  holding only the caller's `input` and then closed), so a missing credential
+  fails at once instead of hanging a worker;
 - runs with a minimal environment: PATH, HOME, LANG, plus what the caller gives
   (the forge's credentials, an author identity). Nothing else of the worker's
   environment (API keys, database URLs) reaches git or the hooks and helpers it
@@ -43,11 +44,13 @@ Codex's own are inherited by every git started while they are held
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -348,6 +351,7 @@ def git(
     *,
     check: bool = True,
     busy_tries: int = 1,
+    input: str | None = None,  # noqa: A002 - subprocess's name for it
 ) -> GitResult:
     """Run `git <args>` in `cwd`; return its exit status and output.
 
@@ -358,13 +362,16 @@ def git(
     `busy_tries`: how often to run a command that fails only because another
     git holds a lock of the repository, pausing in between (for commands that
     are safe to repeat, such as a fetch); the last failure is raised.
+
+    `input`: text for git's standard input, closed after it (the object names
+    of a `cat-file --batch`, which reads many objects in one process).
     """
     args = [str(arg) for arg in args]
     secrets = secrets_of(env)
     _refuse_credentials_in(args, secrets)
     limit = settings.CODEX_GIT_TIMEOUT_SECONDS if timeout is None else timeout
     for attempt in range(1, max(1, busy_tries) + 1):
-        result = _run(args, cwd, env, limit, secrets)
+        result = _run(args, cwd, env, limit, secrets, input)
         if result.returncode == 0 or not check:
             return result
         if attempt < busy_tries and BUSY.search(result.stderr):
@@ -388,6 +395,7 @@ def _run(
     env: Mapping[str, str] | None,
     limit: float,
     secrets: Sequence[str],
+    input: str | None = None,  # noqa: A002 - subprocess's name for it
 ) -> GitResult:
     """One run of git; its stderr scrubbed, its stdout as printed."""
     try:
@@ -395,7 +403,7 @@ def _run(
             ["git", *HARDENED, *_stall_limit(), *args],
             cwd=os.fspath(cwd),
             env=git_environment(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -417,9 +425,8 @@ def _run(
             f"{exc.strerror or exc}",
         ).exception() from None
     try:
-        stdout, stderr = process.communicate(timeout=limit)
+        stdout, stderr = _communicate(process, input, limit)
     except subprocess.TimeoutExpired:
-        _kill(process)
         raise classify_kind(
             SOURCE,
             ErrorKind.TIMEOUT,
@@ -460,11 +467,43 @@ def _gone(args: Sequence[str], cwd: str | os.PathLike[str]) -> ClassifiedFailure
     ).exception()
 
 
+def _communicate(
+    process: subprocess.Popen, input: str | None, limit: float
+) -> tuple[str, str]:
+    """`process.communicate(input)`, git and everything it started killed
+    after `limit` seconds (TimeoutExpired then, once it is reaped).
+
+    A watchdog rather than communicate's own timeout: with one, its last
+    wait for git to exit polls with sleeps doubling from half a millisecond,
+    which made a short git (a rev-parse) take three times as long as git
+    itself on a busy machine (bench/git_steps.py). The watchdog is a bare
+    thread, which nothing waits for to start (threading.Thread.start would,
+    another context switch per git).
+    """
+    done = threading.Event()
+    expired: list[bool] = []
+
+    def watch() -> None:
+        if not done.wait(limit):
+            expired.append(True)
+            _kill(process)
+
+    _thread.start_new_thread(watch, ())
+    try:
+        stdout, stderr = process.communicate(input)
+    finally:
+        done.set()
+    if expired:
+        raise subprocess.TimeoutExpired(process.args, limit)
+    return stdout, stderr
+
+
 def _kill(process: subprocess.Popen) -> None:
-    """Kill git and everything it started, and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    """Kill git and everything it started (its own process group), unless it
+    was reaped already (its id may be another process's by then)."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def run_git(

@@ -12,9 +12,9 @@ from agents import people
 from codex.core.errors import Action, make_error
 from codex.tasks.models import Decider, GateDecision, Status, SteeringSource
 from codex.tasks.models.steering import send_message
-from integrations.git import run_git
+from integrations.git import read_blobs, run_git
 from tests.factories import make_task, make_user, put_in_state
-from tests.integrations.git.helpers import clone, commit_file, make_remote
+from tests.integrations.git.helpers import IDENTITY, clone, commit_file, make_remote
 
 pytestmark = pytest.mark.django_db
 
@@ -202,25 +202,67 @@ def test_a_message_sent_while_the_run_works_reaches_its_next_turn(
 
 @pytest.fixture
 def git_calls(monkeypatch):
-    """The git commands the rules reading runs, by verb."""
+    """The git commands the rules reading runs, by verb (read_blobs is one
+    `git cat-file`)."""
     calls: list[str] = []
 
     def counting(args, cwd, *rest, **options):
         calls.append(args[0])
         return run_git(args, cwd, *rest, **options)
 
+    def counting_blobs(repo, commit, paths):
+        calls.append("cat-file")
+        return read_blobs(repo, commit, paths)
+
     monkeypatch.setattr(people, "run_git", counting)
+    monkeypatch.setattr(people, "read_blobs", counting_blobs)
     return calls
+
+
+def test_the_first_look_reads_every_rules_file_with_one_git(worktree, git_calls):
+    """Where the base and the branch are, what the branch touched, then the
+    candidate files all at once: not a `git show` per file."""
+    text, record = people.repository_rules(worktree, "origin/main")
+    # Where the base and the branch are is read from git's files.
+    assert git_calls == ["diff", "cat-file"]
+    assert record["paths"] == ["AGENTS.md", "app/AGENTS.md"]
+    assert "Use tabs." in text and "Views stay thin." in text
+
+
+def test_a_branch_without_commits_runs_no_diff(worktree, git_calls):
+    run_git(["reset", "--quiet", "--hard", "origin/main"], worktree)
+    _, record = people.repository_rules(worktree, "origin/main")
+    assert git_calls == ["cat-file"]
+    assert record["paths"] == ["AGENTS.md"]
+
+
+def test_rules_files_that_are_no_utf8_are_read_one_by_one(worktree, tmp_path):
+    seed = tmp_path / "seed"
+    (seed / "CLAUDE.md").write_bytes(b"caf\xe9 rules\n")
+    run_git(["add", "CLAUDE.md"], seed)
+    run_git(["commit", "--quiet", "-m", "latin-1"], seed, IDENTITY)
+    run_git(["push", "--quiet", "origin", "main"], seed)
+    run_git(["fetch", "--quiet", "origin"], worktree)
+    text, record = people.repository_rules(worktree, "origin/main")
+    assert record["paths"] == ["AGENTS.md", "CLAUDE.md", "app/AGENTS.md"]
+    assert "caf\ufffd rules" in text and "Views stay thin." in text
+
+
+def test_refs_git_must_resolve_are_asked_of_git(worktree, git_calls):
+    text, record = people.repository_rules(worktree, "origin/main~0")
+    assert git_calls[0] == "rev-parse" and "Use tabs." in text
+    assert record["commit"] == run_git(["rev-parse", "origin/main"], worktree).strip()
+    assert people.repository_rules(worktree, "origin/no-such-branch") == ("", {})
 
 
 def test_the_next_step_at_the_same_base_reads_no_file_again(worktree, git_calls):
     _, first = people.repository_rules(worktree, "origin/main")
-    assert git_calls.count("show") == 2 and git_calls.count("ls-tree") == 1
     git_calls.clear()
     text, again = people.repository_rules(worktree, "origin/main")
     assert again == first and "Use tabs." in text and "Views stay thin." in text
-    # Only what can change: where the base and the branch are.
-    assert git_calls == ["rev-parse"]
+    # Only what can change, where the base and the branch are, read from
+    # git's files: no git at all.
+    assert git_calls == []
 
 
 def test_a_commit_on_the_branch_is_looked_at_anew(worktree, tmp_path, git_calls):
@@ -254,6 +296,7 @@ def test_when_the_base_moves_its_rules_are_read_anew(worktree, tmp_path):
 def test_a_failed_read_is_not_kept(worktree, monkeypatch):
     real = people.run_git
     failures = iter([True])
+    batch_failures = iter([True])
 
     def flaky(args, cwd, *rest, **options):
         app_rules = args[0] == "show" and args[1].endswith(":app/AGENTS.md")
@@ -261,7 +304,14 @@ def test_a_failed_read_is_not_kept(worktree, monkeypatch):
             raise make_error("git", 128, Action.WAIT_RETRY, "busy").exception()
         return real(args, cwd, *rest, **options)
 
+    def flaky_blobs(repo, commit, paths):
+        # The one read of every file fails first: each is read on its own.
+        if next(batch_failures, False):
+            raise make_error("git", 128, Action.WAIT_RETRY, "busy").exception()
+        return read_blobs(repo, commit, paths)
+
     monkeypatch.setattr(people, "run_git", flaky)
+    monkeypatch.setattr(people, "read_blobs", flaky_blobs)
     text, _ = people.repository_rules(worktree, "origin/main")
     assert "Views stay thin." not in text
     text, _ = people.repository_rules(worktree, "origin/main")

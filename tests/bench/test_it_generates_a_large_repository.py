@@ -56,3 +56,27 @@ def test_it_is_written_once_then_kept_and_put_back_clean(tmp_path):
         ["git", "log", "--format=%H"], cwd=worktree, capture_output=True, text=True
     )
     assert log.stdout.split()[0] == head and len(log.stdout.split()) == 2
+
+
+def test_a_longer_history_is_kept_bare_with_a_few_files_per_commit(tmp_path):
+    root = tmp_path / "repositories"
+    forge = repository(300, root, commits=40, bare=True)
+    assert forge.name == "files-300-commits-40-v1.git"
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=forge, capture_output=True, text=True, check=True
+        ).stdout
+
+    assert git("rev-parse", "--is-bare-repository").strip() == "true"
+    assert git("rev-list", "--count", "main").strip() == "40"
+    assert len(git("ls-tree", "-r", "--name-only", "main").splitlines()) == 300
+    # Every later commit changes one to three files, by adding a line.
+    for sha in git("rev-list", "-n", "5", "main").split():
+        stat = git("show", "--numstat", "--format=", sha).splitlines()
+        assert 1 <= len(stat) <= 3
+        assert all(line.split()[:2] == ["1", "0"] for line in stat)
+    head = (root / "files-300-commits-40-v1-bare.head").read_text().strip()
+    git("update-ref", "refs/heads/main", "main~3")
+    assert repository(300, root, commits=40, bare=True) == forge
+    assert git("rev-parse", "main").strip() == head

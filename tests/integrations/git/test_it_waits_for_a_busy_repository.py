@@ -98,6 +98,8 @@ def test_a_fetch_that_collides_with_another_git_runs_again(tmp_path, monkeypatch
     # Another git (a push's remote-tracking update) holds the ref's lock; it
     # lets go while the fetch pauses.
     held = mirror / "refs" / "remotes" / "origin" / "main.lock"
+    # A new mirror's refs are packed (it was cloned): no folder for them yet.
+    held.parent.mkdir(parents=True, exist_ok=True)
     held.touch()
     pauses = []
 

@@ -262,6 +262,42 @@ def test_a_later_step_reuses_the_mirror_and_worktree_with_fewer_gits(
     assert git_commands == ["fetch", "show-ref", "rev-parse"]
 
 
+def test_a_commit_compares_the_index_with_head_rather_than_walk_the_tree_again(
+    worktree, git_commands
+):
+    """`add --all` walked the tree already: what is left to commit is the
+    index against HEAD (no `git status` over every file), and nothing staged
+    is still no commit."""
+    (worktree / "README.md").write_text("changed\n")
+    (worktree / "new.txt").write_text("new\n")
+    sha = commit_all(worktree, "a change", TASK)
+    assert git_commands == ["add", "diff", "commit", "rev-parse"]
+    assert sha == head_sha(worktree)
+    changed = run_git(["show", "--name-status", "--format=", "HEAD"], worktree)
+    assert changed.split() == ["M", "README.md", "A", "new.txt"]
+
+    git_commands.clear()
+    assert commit_all(worktree, "nothing", TASK) is None
+    assert git_commands == ["add", "diff"]
+    assert head_sha(worktree) == sha
+
+
+def test_a_commit_whose_check_fails_raises_rather_than_skip(worktree, monkeypatch):
+    from integrations.git import commits
+
+    real = commits.git
+
+    def broken(args, *rest, **kwargs):
+        if args[0] == "diff":
+            return real(["diff", "--cached", "--quiet", "no-such-ref"], *rest, **kwargs)
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(commits, "git", broken)
+    (worktree / "new.txt").write_text("new\n")
+    with pytest.raises(ClassifiedFailure):
+        commit_all(worktree, "a change", TASK)
+
+
 def test_a_worktree_on_another_branch_or_detached_still_asks_git(
     mirror, worktree, git_commands
 ):
@@ -330,3 +366,56 @@ def test_a_merge_killed_mid_way_does_not_break_later_pushes(remote, tmp_path):
     assert branch_sha(remote, "main") == merged
     assert not scratch.exists()
     run_git(["push", "--quiet", "origin", "feature"], other)
+
+
+def test_a_new_mirror_is_cloned_in_the_mirror_layout(remote, tmp_path, git_commands):
+    """The first call clones (no fetch into an empty repository, which walks
+    every object to check the pack): the remote's branches end under
+    refs/remotes/origin/ and the mirror has no local branch."""
+    other = clone(remote, tmp_path / "other", "main")
+    commit_file(other, "b.txt", "b\n", "on a branch")
+    run_git(["push", "--quiet", "origin", "HEAD:refs/heads/feature"], other)
+    git_commands.clear()
+    mirror = ensure_mirror(repo_for(remote), str(remote), {})
+    assert git_commands[0] == "clone" and "fetch" not in git_commands
+    refs = run_git(["for-each-ref", "--format=%(refname)"], mirror).split()
+    assert refs == ["refs/remotes/origin/feature", "refs/remotes/origin/main"]
+    assert ref_sha(mirror, "refs/remotes/origin/main") == branch_sha(remote, "main")
+    fetch = run_git(["config", "--get-all", "remote.origin.fetch"], mirror).split()
+    assert fetch == ["+refs/heads/*:refs/remotes/origin/*"]
+    assert run_git(["config", "--get", "remote.origin.url"], mirror).strip() == str(
+        remote
+    )
+    assert sorted(p.name for p in mirror.iterdir() if p.name.startswith("codex")) == [
+        "codex.lock"
+    ]
+    # And it works as a mirror: a worktree, a commit, a push, a fetch.
+    worktree = add_worktree(mirror, tmp_path / "worktrees" / "w", BRANCH, "main")
+    (worktree / "c.txt").write_text("c\n")
+    sha = commit_all(worktree, "ours", TASK)
+    assert push(worktree, BRANCH, {}) == sha
+    git_commands.clear()
+    ensure_mirror(repo_for(remote), str(remote), {})
+    assert git_commands == ["fetch"]
+    assert ref_sha(mirror, f"refs/remotes/origin/{BRANCH}") == sha
+
+
+def test_what_a_stopped_clone_left_is_replaced(remote, settings):
+    repository = repo_for(remote)
+    mirror = mirror_path(repository)
+    (mirror / "objects").mkdir(parents=True)
+    (mirror / "objects" / "stray").write_text("half-way\n")
+    (mirror / "codex-clone").mkdir()
+    (mirror / "packed-refs").write_text("# pack-refs with: peeled\n")
+    assert ensure_mirror(repository, str(remote), {}) == mirror
+    assert not (mirror / "objects" / "stray").exists()
+    assert not (mirror / "codex-clone").exists()
+    assert ref_sha(mirror, "refs/remotes/origin/main") == branch_sha(remote, "main")
+
+
+def test_a_clone_that_fails_leaves_no_repository(tmp_path):
+    repository = Repository(url="file:///nowhere", forge="local")
+    with pytest.raises(ClassifiedFailure):
+        ensure_mirror(repository, str(tmp_path / "no-such-remote.git"), {})
+    mirror = mirror_path(repository)
+    assert [p.name for p in mirror.iterdir()] == ["codex.lock"]

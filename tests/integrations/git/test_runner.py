@@ -51,7 +51,8 @@ def test_credentials_go_only_through_the_environment(remote, spawned, monkeypatc
     ensure_mirror(Repository(url=f"file://{remote}"), str(remote), credential_env())
 
     assert spawned
-    fetch = next(call for call in spawned if "fetch" in call["args"])
+    # A new mirror's first fetch is a clone.
+    fetch = next(call for call in spawned if "clone" in call["args"])
     assert fetch["env"]["GIT_CONFIG_VALUE_0"] == f"AUTHORIZATION: basic {BASIC}"
     for call in spawned:
         argv = " ".join(call["args"])
@@ -180,22 +181,33 @@ def test_a_stalled_http_transfer_is_given_up_by_git_itself(
     assert "Operation too slow" in excinfo.value.error.message
 
 
-def test_timeout_uses_the_setting(tmp_path, settings, monkeypatch):
-    settings.CODEX_GIT_TIMEOUT_SECONDS = 7
-    seen: list[float] = []
-
-    class Hanging(subprocess.Popen):
-        def communicate(self, input=None, timeout=None):
-            if timeout is not None:
-                seen.append(timeout)
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            return super().communicate(input)
-
-    monkeypatch.setattr(runner.subprocess, "Popen", Hanging)
+def test_timeout_uses_the_setting(tmp_path, settings, silent_server):
+    settings.CODEX_GIT_TIMEOUT_SECONDS = 2
+    run_git(["init", "--quiet", "--bare", str(tmp_path / "m.git")], tmp_path)
+    started = time.monotonic()
     with pytest.raises(ClassifiedFailure) as excinfo:
-        run_git(["version"], tmp_path)
-    assert seen == [7]
+        run_git(
+            ["fetch", f"git://127.0.0.1:{silent_server}/web.git"], tmp_path / "m.git"
+        )
+    assert 2 <= time.monotonic() - started < 10
     assert excinfo.value.action == Action.WAIT_RETRY
+    assert "longer than 2s" in excinfo.value.error.message
+
+
+def test_a_git_that_is_done_is_reaped_without_polling(tmp_path, monkeypatch):
+    """Waiting with a timeout polls with sleeps (milliseconds per git on a
+    busy machine): the timeout is a watchdog's, and git is waited for as it
+    exits."""
+    waits: list[float | None] = []
+    real = subprocess.Popen.wait
+
+    def wait(self, timeout=None):
+        waits.append(timeout)
+        return real(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    assert run_git(["version"], tmp_path).startswith("git version")
+    assert waits and all(timeout is None for timeout in waits)
 
 
 def test_a_missing_folder_waits_for_the_next_step_to_recreate_it(tmp_path):
