@@ -12,7 +12,7 @@ import pytest
 
 from agents.sandbox import Sandbox
 from agents.tools import ToolError
-from integrations.jail import Jail, Limits
+from integrations.jail import CA_BUNDLE_VARIABLES, Jail, Limits
 
 PYTHON_DIR = str(Path(sys.executable).parent)
 
@@ -159,6 +159,8 @@ def test_command_environment_holds_no_secret(sandbox, monkeypatch):
     assert set(env) <= {
         *("PATH", "HOME", "LANG", "LC_CTYPE", "TMPDIR", "USER", "CI", "PWD"),
         "PYTHONDONTWRITEBYTECODE",
+        # The machine's CA bundle for pip, Node and the rest (a path, no secret).
+        *CA_BUNDLE_VARIABLES,
     }
     assert env["HOME"] != os.environ.get("HOME")
 

@@ -26,6 +26,7 @@ from codex.core.errors import ClassifiedFailure
 from codex.events.models import Event
 from codex.tasks.jobs import advance_task
 from integrations.github.client import github_client, github_errors
+from integrations.jail import CA_BUNDLE_VARIABLES
 from tests.core.api.resources import make_world
 from tests.factories import make_token
 
@@ -253,5 +254,7 @@ def test_a_sandboxed_command_sees_no_secret(secrets, tmp_path, settings):
     assert set(environment) <= {
         *("PATH", "HOME", "LANG", "LC_CTYPE", "PWD", "TMPDIR", "USER", "CI"),
         "PYTHONDONTWRITEBYTECODE",
+        # The machine's CA bundle for pip, Node and the rest (a path, no secret).
+        *CA_BUNDLE_VARIABLES,
     }
     assert_clean(result.output, secrets["values"], "the command's environment")
