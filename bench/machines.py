@@ -42,13 +42,10 @@ DEATH_GOAL = "<= 30 s, every task completed"
 
 
 def _machine_env(pipeline, root: Path, name: str, workers: int) -> dict[str, str]:
-    home = root / name
-    return pipeline.worker_env(
+    return pipeline.machine_env(
+        name,
+        root / name,
         workers=workers,
-        CODEX_MACHINE_NAME=name,
-        CODEX_VAR_DIR=str(home / "var"),
-        CODEX_WORKTREE_ROOT=str(home / "worktrees"),
-        CODEX_MIRROR_ROOT=str(home / "mirrors"),
         CODEX_JOB_TIMEOUT="300",
         CODEX_JOB_RETRY="360",
         CODEX_LEASE_SECONDS="60",

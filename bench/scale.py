@@ -129,21 +129,20 @@ def _events_for(low_id: int, high_id: int, per_task: int) -> int:
     from django.db import connection
 
     from codex.events.models import Event
+    from codex.tasks.models import Task
 
+    sql = f"""
+        INSERT INTO {Event._meta.db_table}
+          (created_at, task_id, subject, kind, field, source, target, actor,
+           reason, data)
+        SELECT now() - ((t.id * {per_task} + e) || ' seconds')::interval,
+               t.id, '', 'transition', 'status', 'pending', 'in_progress',
+               'bench', 'bench event', '{{}}'::jsonb
+        FROM {Task._meta.db_table} t CROSS JOIN generate_series(1, %s::int) AS e
+        WHERE t.id BETWEEN %s AND %s
+    """
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {Event._meta.db_table}
-              (created_at, task_id, subject, kind, field, source, target, actor,
-               reason, data)
-            SELECT now() - ((t.id * {per_task} + e) || ' seconds')::interval,
-                   t.id, '', 'transition', 'status', 'pending', 'in_progress',
-                   'bench', 'bench event', '{{}}'::jsonb
-            FROM {{tasks}} t CROSS JOIN generate_series(1, %s::int) AS e
-            WHERE t.id BETWEEN %s AND %s
-            """.replace("{tasks}", _table("tasks.Task")),
-            [per_task, low_id, high_id],
-        )
+        cursor.execute(sql, [per_task, low_id, high_id])
         return cursor.rowcount
 
 
@@ -246,6 +245,7 @@ def grow(start: int, stop: int) -> float:
 
 def run(smoke: bool) -> list[dict]:
     from django.db import connection, connections
+    from django.db.models import Max, Min
 
     from codex.tasks.models import Task
 
@@ -260,12 +260,9 @@ def run(smoke: bool) -> list[dict]:
         jobs = scheduled._jobs(worktrees)
         scheduled.seed(0, small)
         jobs["heartbeat"] = scheduled._heartbeat()
-        low, high = (
-            Task.objects.order_by("id").values_list("id", flat=True)[:1][0],
-            (Task.objects.order_by("-id").values_list("id", flat=True)[:1][0]),
-        )
+        span = Task.objects.aggregate(low=Min("id"), high=Max("id"))
         # bench.scheduled seeds five events a task: five more make ten.
-        _events_for(low, high, EVENTS_PER_TASK - 5)
+        _events_for(span["low"], span["high"], EVENTS_PER_TASK - 5)
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
         active = (

@@ -283,6 +283,17 @@ class LivePipeline:
         env.update(extra)
         return env
 
+    def machine_env(self, name: str, home: Path, **extra: str) -> dict[str, str]:
+        """A worker of machine `name`: its own machine name and its own var
+        folder, mirrors and worktrees under `home` (docs/deployment.md)."""
+        return self.worker_env(
+            CODEX_MACHINE_NAME=name,
+            CODEX_VAR_DIR=str(home / "var"),
+            CODEX_WORKTREE_ROOT=str(home / "worktrees"),
+            CODEX_MIRROR_ROOT=str(home / "mirrors"),
+            **extra,
+        )
+
     def create_tasks(self, count: int, *, title: str = "Live feature") -> list[str]:
         """`count` feature requests, each with its first step enqueued."""
         from codex.tasks.models import CreatedBy, Task

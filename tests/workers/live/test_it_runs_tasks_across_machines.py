@@ -80,13 +80,10 @@ def test_tasks_complete_across_machines_when_one_is_lost_whole(
         ids = pipeline.create_tasks(TASKS, title="Machines feature")
         machines = {}
         for name in MACHINES:
-            home = tmp_path / name
-            env = pipeline.worker_env(
+            env = pipeline.machine_env(
+                name,
+                tmp_path / name,
                 workers=1,
-                CODEX_MACHINE_NAME=name,
-                CODEX_VAR_DIR=str(home / "var"),
-                CODEX_WORKTREE_ROOT=str(home / "worktrees"),
-                CODEX_MIRROR_ROOT=str(home / "mirrors"),
                 CODEX_CLUSTER_STALE_SECONDS=str(STALE_SECONDS),
                 CODEX_CLUSTER_BEAT_SECONDS="1",
                 CODEX_CLUSTER_SWEEP_SECONDS="1",
