@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from codex.repositories.forge import FORGES
-from codex.tasks.models.task import PROGRESS_JOB
+from codex.tasks.models.transition_log import PROGRESS_JOB
 from integrations.anthropic.client import tls_context
 from integrations.anthropic.parsers import (
     load_http_transport,

@@ -10,7 +10,7 @@ class TasksConfig(AppConfig):
         from django_fsm.signals import post_transition
 
         from codex.tasks.announcements import announce_task_transition
-        from codex.tasks.models.task import record_transition_event
+        from codex.tasks.models.transition_log import record_transition_event
 
         post_transition.connect(record_transition_event, dispatch_uid="task_event_log")
         # An escalation, a release or a failure is announced on the channels.

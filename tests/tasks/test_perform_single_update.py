@@ -228,7 +228,7 @@ def test_a_write_between_the_read_and_the_transition_is_a_conflict():
         "feat/one",
         "in_progress",
     )
-    assert stale._pending_events == []
+    assert stale.queued_with_save() == ([], [])
     stale.perform("pause", by="user:bob")  # acting again on what it now sees
     assert row(task)["status"] == "paused"
 

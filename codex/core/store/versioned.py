@@ -369,6 +369,38 @@ class VersionedLeasedModel(LeaseMethods, models.Model):
             self, current["lease_holder"], current["lease_expires_at"]
         )
 
+    # -- rows and callbacks that ride on the next save --------------------------
+
+    def write_with_save(self, row: models.Model) -> None:
+        """Queue `row` (an event, the next step's job) to be written by the
+        next `save_with_queued`, in its statement or transaction."""
+        self.__dict__.setdefault("_rows_with_save", []).append(row)
+
+    def on_save(self, callback: Callable[[], None]) -> None:
+        """Run `callback` inside the next `save_with_queued`'s transaction,
+        after the update."""
+        self.__dict__.setdefault("_callbacks_with_save", []).append(callback)
+
+    def queued_with_save(self) -> tuple[list[models.Model], list[Callable]]:
+        """What the next save writes besides the row: (rows, callbacks)."""
+        return (
+            self.__dict__.get("_rows_with_save", []),
+            self.__dict__.get("_callbacks_with_save", []),
+        )
+
+    def save_with_queued(
+        self, save: Callable[[], None], *, using: str | None = None
+    ) -> None:
+        """`save_with_rows` with what was queued by `write_with_save` and
+        `on_save`. Written or rolled back with a refused write, either way the
+        queue belonged to this attempt, not to the next save after a re-read."""
+        rows, callbacks = self.queued_with_save()
+        try:
+            self.save_with_rows(save, rows, callbacks, using=using)
+        finally:
+            self._rows_with_save = []
+            self._callbacks_with_save = []
+
     def save_with_rows(
         self,
         save: Callable[[], None],

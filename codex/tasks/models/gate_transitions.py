@@ -15,12 +15,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.utils import timezone
-from django_fsm import transition
+from django_fsm import TransitionNotAllowed, transition
 
 from codex.events.models import EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import Phase, PhaseStatus, Status
-from codex.tasks.models.escalation import GATE_REASONS, Escalation
+from codex.tasks.models.escalation import (
+    GATE_REASONS,
+    AlreadyResolved,
+    Decision,
+    Escalation,
+)
 from codex.tasks.models.gates import (
     Decider,
     Gate,
@@ -236,4 +241,57 @@ class GateTransitions:
             self.change_and_save(decider.label, change, lease_attempts=1)
         finally:
             self.__dict__.pop("_gate_decision", None)
+        return self
+
+    def answer_gate(
+        self,
+        escalation,
+        *,
+        decision: str,
+        by: str,
+        note: str = "",
+        user=None,
+        login: str = "",
+        subject: str = "",
+    ) -> Task:
+        """A person's answer to a gate's escalation (docs/gates.md): approve
+        or ask for changes (the gate's guards decide: never the requester
+        alone, never Codex, on the current version), or, at a spend cap,
+        resume once the spend is under the caps. The caller checked that the
+        person may decide gates (a team role, write access on the forge).
+
+        Raises AlreadyResolved when the gate was decided meanwhile, GateRefused
+        with the reason when its rules refuse; nothing is written then."""
+        escalation.refresh_from_db()
+        if not escalation.is_open:
+            raise AlreadyResolved(escalation)
+        if decision not in escalation.decisions:
+            raise GateRefused(
+                f"a {escalation.get_reason_display().lower()} is answered with "
+                f"{' or '.join(escalation.decisions)}, not {decision}",
+                "gate_is_for_a_person",
+            )
+        gate = escalation.gate
+        if decision == Decision.RESUME:  # a spend cap: only a raised cap lifts it
+            try:
+                self.perform("lift_cap", by=by, reason=note or "cap raised")
+            except TransitionNotAllowed:
+                refusal = gate_guards.REFUSALS[gate_guards.spend_is_under_the_caps]
+                raise GateRefused(refusal, "spend_is_under_the_caps") from None
+        elif gate.kind == "plan" and not subject:
+            raise GateRefused(
+                "name the plan version you decide on: the current one is "
+                f"{gate.subject}",
+                "decision_is_on_the_current_subject",
+            )
+        else:
+            self.decide_gate(
+                GateDecision.APPROVED
+                if decision == Decision.APPROVE
+                else GateDecision.CHANGES_REQUESTED,
+                decider=Decider(label=by, user=user, login=login, may_approve=True),
+                subject=subject,
+                feedback=note,
+            )
+        escalation.refresh_from_db()  # decided with its gate: the caller shows it
         return self

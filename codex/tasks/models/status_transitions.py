@@ -1,15 +1,24 @@
-"""The status transitions of a task (docs/domain/tasks.md#task-status), mixed
-into Task."""
+"""The status transitions of a task (docs/domain/tasks.md#task-status), and
+the calls by which a person pauses, cancels or answers it; mixed into Task."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_fsm import TransitionNotAllowed, transition
+from django_fsm import TransitionNotAllowed, can_proceed, transition
 
+from codex.core.workers import enqueue_on_commit
 from codex.tasks.models import guards
 from codex.tasks.models.choices import Agent, Phase, Status
+from codex.tasks.models.control import ControlAction, ControlRequest
+from codex.tasks.models.escalation import Decision
+from codex.tasks.models.queryset import ADVANCE_JOB
+
+if TYPE_CHECKING:
+    from codex.tasks.models.task import Task
 
 CLEANUP_JOB = "codex.tasks.jobs.clean_up_task"
 
@@ -222,3 +231,132 @@ class StatusTransitions:
         self.on_save(lambda: self.gates.close_open(by=by, reason="task cancelled"))
         # The lease goes with this save; the claim and the instances after it.
         self.enqueue_with_save(CLEANUP_JOB, self.task_id)
+
+    # -- a person's pause, cancel or answer ------------------------------------
+
+    def request_control(
+        self, action: str, *, by: str, reason: str = ""
+    ) -> tuple[Task, bool]:
+        """A person's action on the task (API, console, pages). Pause and cancel
+        happen now or, while a worker is in a step (it holds the lease), at the
+        end of that step; any other transition happens now or raises
+        LeaseUnavailable. Returns (task, deferred).
+
+        Raises TransitionNotAllowed when the task's state does not allow it.
+        """
+        from codex.core.store import LeaseUnavailable
+
+        try:
+            return self.perform(action, by=by, reason=reason), False
+        except LeaseUnavailable:
+            if action not in ControlAction.values:
+                raise
+            if not can_proceed(getattr(self, action)):
+                raise TransitionNotAllowed(
+                    f"a task that is {self.status} cannot {action}"
+                ) from None
+            try:
+                with transaction.atomic():
+                    ControlRequest.objects.create(
+                        task=self, action=action, requested_by=by, reason=reason
+                    )
+            except IntegrityError:
+                pass  # the same request is already waiting: one is enough
+            return self, True
+
+    def apply_control_requests(self) -> list[str]:
+        """At a step boundary, while holding the lease: apply the pauses and
+        cancellations people asked for meanwhile. Returns what was applied;
+        the task must be saved afterwards (the requests are marked with it)."""
+        applied = []
+        for request in ControlRequest.objects.pending_of(self.pk):
+            method = getattr(self, request.action)
+            if can_proceed(method):
+                method(
+                    by=request.requested_by,
+                    reason=request.reason
+                    or f"{request.action} requested at "
+                    f"{request.created_at:%H:%M:%S} UTC, applied at step end",
+                )
+                request.outcome = "applied"
+                applied.append(request.action)
+            else:
+                request.outcome = f"not applied: the task was {self.status}"
+            request.applied_at = timezone.now()
+            self.on_save(
+                lambda request=request: request.save(
+                    update_fields=["applied_at", "outcome"]
+                )
+            )
+        return applied
+
+    def resolve_escalation(
+        self,
+        escalation,
+        *,
+        decision: str,
+        by: str,
+        resolution: str = "",
+        answers: list[Any] | None = None,
+        user=None,
+        login: str = "",
+        subject: str = "",
+    ) -> Task:
+        """A person's answer to the open escalation: recorded once, then the task
+        resumes, fails or is cancelled, all in one transaction under the lease.
+
+        A gate's escalation (docs/gates.md) is answered with the gate's own
+        decisions and rules (`answer_gate`); failing or cancelling it is
+        answered here like any other.
+
+        Raises AlreadyResolved when someone resolved it first (the resolution is
+        consumed on the first transition, docs/domain/tasks.md#escalations),
+        TransitionNotAllowed
+        when the task is no longer escalated; nothing is written then.
+        """
+        if escalation.task_id != self.pk:
+            raise ValueError(f"escalation {escalation.pk} is not one of {self.task_id}")
+        if escalation.is_gate and decision not in (Decision.FAIL, Decision.CANCEL):
+            return self.answer_gate(
+                escalation,
+                decision=decision,
+                by=by,
+                note=resolution,
+                user=user,
+                login=login,
+                subject=subject,
+            )
+        if decision not in escalation.decisions:
+            raise ValueError(
+                f"a {escalation.get_reason_display().lower()} is answered with "
+                f"{', '.join(escalation.decisions)}, not {decision}"
+            )
+        reason = resolution or f"escalation resolved: {decision}"
+        try:
+            with transaction.atomic():
+                self.acquire_lease(by, attempts=1)
+                escalation.record_resolution(
+                    decision=decision,
+                    by=by,
+                    resolution=resolution,
+                    answers=answers,
+                    user=user,
+                )
+                if decision == Decision.RESUME:
+                    escalation.answer_questions(by, user)
+                    self.resolve(by=by, reason=reason)
+                else:
+                    escalation.consumed_at = escalation.resolved_at
+                    escalation.save(update_fields=["consumed_at"])
+                    getattr(self, "fail" if decision == Decision.FAIL else "cancel")(
+                        by=by, reason=reason
+                    )
+                self.save(release_lease=True)
+        except BaseException:
+            # The transaction rolled back: the lease and the version with it.
+            self._held_lease = None
+            self.refresh_from_db()
+            raise
+        if self.status == Status.IN_PROGRESS:
+            enqueue_on_commit(ADVANCE_JOB, self.task_id)
+        return self

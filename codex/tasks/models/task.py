@@ -3,7 +3,6 @@ state, progress, loops."""
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
 from typing import Any
 
@@ -12,11 +11,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db import DEFAULT_DB_ALIAS, models
 from django.utils import timezone
-from django_fsm import FSMField
+from django_fsm import FSMField, TransitionNotAllowed
 
-from codex.core.store import VersionedLeasedModel, default_reason
-from codex.core.workers import enqueue_not_before
-from codex.events.models import EventKind
+from codex.core.store import VersionedLeasedModel
+from codex.core.workers import enqueue_on_commit, job_row
+from codex.events.models import Event, EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
     TERMINAL_STATUSES,
@@ -29,17 +28,13 @@ from codex.tasks.models.choices import (
 )
 from codex.tasks.models.gate_transitions import GateTransitions
 from codex.tasks.models.phase_transitions import PhaseTransitions
-from codex.tasks.models.progress_edit import ProgressEdit
-from codex.tasks.models.queryset import IMMUTABLE_FIELDS, TaskQuerySet
+from codex.tasks.models.queryset import ADVANCE_JOB, IMMUTABLE_FIELDS, TaskQuerySet
 from codex.tasks.models.reports import ReviewReport
 from codex.tasks.models.status_transitions import StatusTransitions
-from codex.tasks.models.task_actions import TaskActions
-from codex.tasks.models.task_writes import TaskWrites
 
 TASK_ID_PATTERN = r"^FEAT-\d{8}-[a-z0-9]{6}$"
 TITLE_MAX_LENGTH = 200
 ERRORS_KEPT = 50
-PROGRESS_JOB = "codex.tasks.progress.update_progress_comment"
 
 PHASE_AGENT = {
     Phase.INTAKE: Agent.PM,
@@ -77,8 +72,6 @@ class Task(
     StatusTransitions,
     GateTransitions,
     PhaseTransitions,
-    TaskActions,
-    TaskWrites,
     VersionedLeasedModel,
 ):
     """The task envelope (docs/domain/tasks.md#task-envelope): one feature
@@ -87,8 +80,9 @@ class Task(
     The request (title, description, priority, acceptance criteria) and identity
     never change after creation. `status` and `phase` change only through the
     transitions below, while holding the lease; each is written to the event log.
-    People and jobs change it through `perform` and the other calls of
-    TaskActions (codex.tasks.models.task_actions).
+    People and jobs change it through `perform`; a person pauses, cancels or
+    answers it through the calls beside the status transitions
+    (`request_control`, `resolve_escalation`) and the gates' (`answer_gate`).
 
     Status (docs/domain/tasks.md#task-status): exactly eight statuses; every
     non-terminal one may also be cancelled::
@@ -299,22 +293,86 @@ class Task(
                 f"the request and identity of task {self.task_id} cannot change "
                 f"after creation (tried: {', '.join(sorted(changed))})"
             )
-        try:
-            self.save_with_rows(
-                lambda: super(Task, self).save(*args, **kwargs),
-                [
-                    *getattr(self, "_pending_events", []),
-                    *getattr(self, "_jobs_with_save", []),
-                ],
-                getattr(self, "_after_save", []),
-                using=kwargs.get("using"),
-            )
-        finally:
-            # Written, or rolled back with the refused write: either way they
-            # belong to this attempt, not to the next save after a re-read.
-            self._pending_events = []
-            self._jobs_with_save = []
-            self._after_save = []
+        self.save_with_queued(
+            lambda: super(Task, self).save(*args, **kwargs), using=kwargs.get("using")
+        )
+
+    # -- the one call that changes a task ------------------------------------
+
+    def perform(
+        self,
+        action: str,
+        *,
+        by: str,
+        reason: str = "",
+        lease_attempts: int = 1,
+        **arguments: Any,
+    ) -> Task:
+        """Run transition `action` as `by` and save it with its event; the entry
+        point for the API, the admin and the pages. Enqueues the next step when
+        the task is back in progress. Raises TransitionNotAllowed,
+        LeaseUnavailable or VersionConflict with a reason; nothing is written
+        then.
+
+        Unless the caller holds the lease, the transition takes it only for the
+        one UPDATE that writes it (see VersionedLeasedModel.change_and_save):
+        one version, one write, one transaction with the event.
+        """
+        method = getattr(self, action, None)
+        if method is None or not hasattr(method, "_django_fsm"):
+            raise TransitionNotAllowed(f"{action!r} is not a transition of a task")
+        if reason:
+            arguments["reason"] = reason
+
+        def change() -> None:
+            method(by=by, **arguments)
+            if self.status == Status.IN_PROGRESS:
+                # With the ORM broker, one more INSERT in the transition's own
+                # statement, not a commit of its own.
+                self.enqueue_with_save(ADVANCE_JOB, self.task_id)
+
+        self.change_and_save(by, change, lease_attempts=lease_attempts)
+        return self
+
+    # -- what rides on the next save (VersionedLeasedModel.save_with_queued) --
+
+    def record(self, kind: str, *, by: str, reason: str = "", **fields: Any) -> None:
+        """Queue an event; it is written in the same transaction as the next save."""
+        self.write_with_save(
+            Event(task=self, kind=kind, actor=by, reason=reason, **fields)
+        )
+
+    def enqueue_with_save(self, func_path: str, *args: Any) -> None:
+        """Enqueue `func_path(*args)` as part of the next save: with the ORM
+        broker on this database its job row is written by the save itself (one
+        more INSERT in the same statement or transaction, see save_with_rows),
+        so it exists if and only if the save commits; with Redis, or jobs run
+        inline, it is sent once the save's transaction commits."""
+        row = job_row(func_path, *args, using=self._state.db or DEFAULT_DB_ALIAS)
+        if row is None:
+            self.on_save(lambda: enqueue_on_commit(func_path, *args))
+            return
+        self.write_with_save(row)
+
+    def on_lease_taken_over(self, previous_holder: str | None, holder: str) -> None:
+        Event.objects.create(
+            task=self,
+            kind=EventKind.LEASE,
+            actor=holder,
+            reason=f"took over the expired lease of {previous_holder}",
+            data={"previous_holder": previous_holder},
+        )
+
+    def on_lease_broken(
+        self, previous_holder: str | None, *, by: str, reason: str
+    ) -> None:
+        Event.objects.create(
+            task=self,
+            kind=EventKind.LEASE,
+            actor=by,
+            reason=reason or "lease force-broken",
+            data={"action": "force_break", "previous_holder": previous_holder},
+        )
 
     def check_replay(self, fingerprint: str) -> Task:
         """Return self when `fingerprint` is the request that created it."""
@@ -383,57 +441,3 @@ class Task(
     def available_status_actions(self) -> list[str]:
         """Status transitions allowed now (guards included), by name."""
         return [t.name for t in self.get_available_status_transitions()]
-
-
-def record_transition_event(sender, instance, name, source, target, **kwargs) -> None:
-    """django-fsm post_transition receiver: every transition goes to the event log."""
-    if not isinstance(instance, Task):
-        return
-    method_kwargs = kwargs.get("method_kwargs") or {}
-    field = "status" if name in status_transition_names() else "phase"
-    data = {"transition": name}
-    if "questions" in method_kwargs and method_kwargs["questions"]:
-        data["questions"] = list(method_kwargs["questions"])
-    if method_kwargs.get("feedback"):
-        data["feedback"] = method_kwargs["feedback"]
-    retry_after = method_kwargs.get("retry_after")
-    if retry_after:
-        data["retry_after_seconds"] = retry_after.total_seconds()
-    if instance.issue_number and not instance.__dict__.get("_progress_queued"):
-        # The issue's progress comment follows every change (docs/gates.md),
-        # at most one queued edit per task, which carries every change made
-        # while it waits (ProgressEdit).
-        instance.__dict__["_progress_queued"] = True
-        instance.on_save(lambda: queue_progress_edit(instance))
-    instance.record(
-        EventKind.TRANSITION,
-        by=str(method_kwargs.get("by") or "unknown"),
-        reason=str(method_kwargs.get("reason") or default_reason(instance, name)),
-        field=field,
-        source=source,
-        target=target,
-        data=data,
-    )
-
-
-def queue_progress_edit(task: Task) -> None:
-    """In the transaction of a save of `task` that changed it: queue an edit
-    of its progress comment, unless one is queued already (it carries this
-    change), due CODEX_PROGRESS_MIN_SECONDS after the last edit."""
-    task.__dict__.pop("_progress_queued", None)
-    due = ProgressEdit.request(task.pk)
-    if due is not None:
-        enqueue_not_before(
-            PROGRESS_JOB,
-            task.task_id,
-            not_before=due,
-            using=task._state.db or DEFAULT_DB_ALIAS,
-        )
-
-
-@functools.cache
-def status_transition_names() -> frozenset[str]:
-    """Names of the transitions of the `status` field (the rest move `phase`)."""
-    return frozenset(
-        t.name for t in Task._meta.get_field("status").get_all_transitions(Task)
-    )
