@@ -253,6 +253,10 @@ def demo_settings(root: Path, stub_url: str) -> dict[str, Any]:
         "CODEX_WORKTREE_ROOT": str(root / "worktrees"),
         "CODEX_MIRROR_ROOT": str(root / "mirrors"),
         "CODEX_MODEL_MAX_RETRIES": 0,
+        # The progress comment is edited after each step the demo
+        # drives (on the local forge, no rate limit to respect): at once, not
+        # five seconds after the last edit.
+        "CODEX_PROGRESS_MIN_SECONDS": 0,
         "CODEX_RELEASE_REQUIRES_APPROVAL": False,
         "CODEX_TEST_COMMAND": "python -B -m pytest -q -p no:cacheprovider",
         "CODEX_TEST_COMMANDS": {},

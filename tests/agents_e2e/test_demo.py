@@ -1,4 +1,5 @@
-"""`manage.py demo`: the scripted walk through all six phases, twice."""
+"""`manage.py demo`: the scripted walk through all six phases, twice; the
+merged task exports a complete issue-state.json."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.core.management import call_command
 
 from agents.demo import BANNER, MUL, TEST_MUL, git
 from codex.repositories.models import Repository
+from codex.tasks.exports import issue_state
 from codex.tasks.models import Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,6 +77,7 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path, settings)
         )
     )
     assert statuses <= {"in_progress", "escalated", "completed"}
+    assert_issue_state_is_complete(task)
 
     # Again: the sample repository is reset, a second task merges the same change.
     run_demo(tmp_path / "demo")
@@ -82,3 +85,26 @@ def test_the_demo_merges_a_scripted_change_and_can_run_again(tmp_path, settings)
     assert list(Task.objects.values_list("status", flat=True)) == ["completed"] * 2
     assert git("show", "main:calc.py", cwd=bare) == MUL
     assert len(git("log", "--format=%h", "main", cwd=bare).split()) == 2
+
+
+def assert_issue_state_is_complete(task: Task) -> None:
+    """The merged demo task exports a complete issue-state.json: what each
+    agent recorded (triage, analysis, writer, build, review, commit)."""
+    state = issue_state(task)
+    assert state["pipeline"]["status"] == "completed"
+    assert state["triage"]["completed"] and state["triage"]["scope"] == "SMALL"
+    assert state["triage"]["should_proceed"] is True
+    assert state["analysis"]["completed"]
+    assert state["analysis"]["brief"].startswith("Add mul next to add")
+    assert state["analysis"]["files"][0]["path"] == "calc.py"
+    assert state["writer"]["summary"] == "Added mul and its test."
+    assert {"file": "calc.py", "description": "modified"} in state["writer"]["changes"]
+    assert state["writer"]["test_file"] == "test_mul.py"
+    assert state["build"]["completed"] and state["build"]["tests_passed"]
+    assert state["build"]["commands_run"]
+    assert state["review"]["verdict"] == "APPROVED"
+    assert state["review"]["findings"]["good"]
+    assert state["commit"]["message"] == "Add mul"
+    assert state["commit"]["hash"] and state["commit"]["pr_url"]
+    if task.issue_number:
+        assert state["issue"]["labels"] == ["enhancement"]

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from agents.isolation import use_own_state
 from tests.agents.evaluation.live import ROOT, environment, figures, js_case_folder, run
@@ -60,11 +61,14 @@ def test_eval_and_demo_leave_make_runs_figures_alone(tmp_path):
         assert worker.poll() is None, (tmp_path / "worker.log").read_text()
         before = figures(var)
 
-        evaluated = run(
-            ["-m", "agents.evaluation", "--cases", str(js_case_folder(tmp_path / "s"))],
-            var,
-        )
-        demo = run(["manage.py", "demo"], var)
+        # Side by side, as a user might start them: each keeps its own state.
+        cases = str(js_case_folder(tmp_path / "s"))
+        with ThreadPoolExecutor(max_workers=2) as both:
+            evaluating = both.submit(
+                run, ["-m", "agents.evaluation", "--cases", cases], var
+            )
+            demo = both.submit(run, ["manage.py", "demo"], var).result()
+            evaluated = evaluating.result()
 
         assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
         assert demo.returncode == 0, demo.stdout + demo.stderr
