@@ -36,13 +36,13 @@ from codex.core.store import LeaseUnavailable, VersionConflict, lease_is_free
 from codex.core.workers import enqueue_on_commit
 from codex.events.models import EventKind
 from codex.tasks.models import Phase, PhaseStatus, Status, Task
+from codex.tasks.models.choices import RECOVERABLE_STATUSES
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "system:recovery"
 ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 CLEARED_BY_RECOVERY = "cleared by recovery"
-RECOVERABLE_STATUSES = (Status.PENDING, Status.IN_PROGRESS, Status.BLOCKED)
 
 # Where each phase restarts, and what survives (docs/domain/tasks.md#recovery-points).
 # The envelope fields named here (current_task, commits, pr_url, the artifacts
@@ -117,6 +117,20 @@ def stuck_tasks(now: datetime) -> QuerySet[Task]:
     ).exclude(waiting_on_fan_out())
 
 
+def recoverable_task_ids(now: datetime) -> QuerySet:
+    """The ids of the stuck tasks no worker holds, oldest first: what
+    `recover_stuck_tasks` recovers. Read through the `task_stuck` index,
+    which holds only the tasks work is owed on, so its cost follows the work
+    in flight, not the history."""
+    return (
+        stuck_tasks(now)
+        # A live lease means a worker is at it right now: not stuck, just slow.
+        .filter(lease_is_free(now))
+        .order_by("phase_entered_at", "id")
+        .values_list("task_id", flat=True)
+    )
+
+
 def recover_stuck_tasks() -> int:
     """Scheduled job: recover every stuck task whose lease is free or expired.
 
@@ -124,16 +138,8 @@ def recover_stuck_tasks() -> int:
     once: recovery resets `phase_entered_at`, so a recovered task is no longer
     stuck, and each task is changed only under its lease.
     """
-    now = timezone.now()
-    candidates = (
-        stuck_tasks(now)
-        # A live lease means a worker is at it right now: not stuck, just slow.
-        .filter(lease_is_free(now))
-        .order_by("phase_entered_at", "id")
-        .values_list("task_id", flat=True)
-    )
     recovered = 0
-    for task_id in list(candidates):
+    for task_id in list(recoverable_task_ids(timezone.now())):
         try:
             if recover_task(task_id):
                 recovered += 1

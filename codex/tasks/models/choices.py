@@ -18,6 +18,9 @@ class Status(models.TextChoices):
 
 
 TERMINAL_STATUSES = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+# The statuses in which the system owes the task work: stuck-task recovery
+# looks at these (codex.tasks.recovery), and only these are indexed for it.
+RECOVERABLE_STATUSES = (Status.PENDING, Status.IN_PROGRESS, Status.BLOCKED)
 
 
 class Phase(models.TextChoices):

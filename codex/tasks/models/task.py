@@ -18,6 +18,7 @@ from codex.core.workers import enqueue_on_commit, job_row
 from codex.events.models import Event, EventKind
 from codex.tasks.models import gate_guards, guards
 from codex.tasks.models.choices import (
+    RECOVERABLE_STATUSES,
     TERMINAL_STATUSES,
     Agent,
     CreatedBy,
@@ -221,7 +222,13 @@ class Task(
             models.Index(fields=["-created_at", "-id"], name="task_created"),
             models.Index(fields=["repository", "status"], name="task_repo_status"),
             models.Index(fields=["priority", "status"], name="task_priority_status"),
-            models.Index(fields=["status", "phase_entered_at"], name="task_stuck"),
+            # Stuck-task recovery's look: only the tasks work is owed on, so
+            # the index stays the size of the work in flight, not the history.
+            models.Index(
+                fields=["phase_entered_at"],
+                condition=models.Q(status__in=RECOVERABLE_STATUSES),
+                name="task_stuck",
+            ),
             # The dashboard's aggregates (codex.tasks.pages.dashboard): every column
             # the status/phase/merge/cycles counts read, so an index-only scan;
             # completions in the throughput window; the merged pull requests
