@@ -37,7 +37,12 @@ from bench.common import bench_env, figure, gunicorn, not_measured
 from bench.load import run_load
 
 NAME = "intake_post_requests_per_second"
-GOAL = "ratio >= 0.6 of the bare DRF create view's requests/s on the same server"
+# The goal the many-machines work set (docs/deployment.md#measured).
+INTAKE_GOAL = 0.75
+GOAL = (
+    f"ratio >= {INTAKE_GOAL} of the bare DRF create view's requests/s "
+    "on the same server"
+)
 REPOSITORY = "https://github.com/bench/intake"
 BARE_PATH = "/bench/bare-tasks/"
 # One counter per load process: every POST's title is its own.
@@ -396,7 +401,7 @@ def run(smoke: bool) -> list[dict]:
             "requests/s",
             ceiling=bare["rps"],
             goal=GOAL,
-            meets=ratio >= 0.6 and not other and not bare_other,
+            meets=ratio >= INTAKE_GOAL and not other and not bare_other,
             notes=f"{setup}; {intake['requests']} POSTs, {created} created "
             f"(201), {sum(other.values())} other {other}; POST p50 "
             f"{_fmt(intake['p50'])} ms p99 {_fmt(intake['p99'])} ms; ceiling: "

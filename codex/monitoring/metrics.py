@@ -70,7 +70,7 @@ class CodexCollector(Collector):
 
 def tasks_by_status_and_phase() -> Iterator[Metric]:
     """Every status × phase pair, zeros included (an alert on a series that
-    does not exist never fires). Index-only on task_status_phase."""
+    does not exist never fires). Index-only on task_dashboard."""
     counts = {
         (row["status"], row["phase"]): row["n"]
         for row in Task.objects.order_by()

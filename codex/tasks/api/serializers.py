@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import copy
-
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from codex.core.api.serializers import StrictInputMixin
+from codex.core.api.serializers import PrebuiltFieldsMixin, StrictInputMixin
 from codex.events.models import Event
 from codex.repositories.intake import read_intake_url
 from codex.repositories.models import Repository
@@ -25,7 +23,9 @@ from codex.tasks.models import (
 from codex.tasks.models.task import TITLE_MAX_LENGTH
 
 
-class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
+class TaskCreateSerializer(
+    PrebuiltFieldsMixin, StrictInputMixin, serializers.Serializer
+):
     """The request fields of the task envelope (docs/domain/tasks.md#task-envelope),
     plus the repository's URL."""
 
@@ -90,35 +90,6 @@ class TaskCreateSerializer(StrictInputMixin, serializers.Serializer):
 def repository_by_url(url: str) -> Repository | None:
     """The repository registered at `url` (normalized), or None."""
     return Repository.objects.at_url(url)
-
-
-class PrebuiltFieldsMixin:
-    """Derive a ModelSerializer's fields from the model once per class.
-
-    ModelSerializer re-derives every field from the model for each instance
-    (about 0.4 ms for a task's 25 fields, a tenth of a POST /api/tasks/); the
-    derivation depends only on the class, so it is done once per class.
-
-    Each instance needs fields of its own (binding sets their parent and
-    source), but not DRF's deep copy, which re-runs every field's __init__
-    (about 1 ms per task answer): a read-only field is never validated, and
-    binding only assigns attributes, so a shallow copy of the unbound field is
-    enough. Writable fields and nested serializers still get a deep copy.
-    """
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        cls = type(self)
-        built = cls.__dict__.get("_prebuilt_fields")
-        if built is None:
-            built = super().get_fields()  # type: ignore[misc]
-            cls._prebuilt_fields = built  # type: ignore[attr-defined]
-        return {name: _fresh(field) for name, field in built.items()}
-
-
-def _fresh(field: serializers.Field) -> serializers.Field:
-    if field.read_only and not isinstance(field, serializers.BaseSerializer):
-        return copy.copy(field)
-    return copy.deepcopy(field)
 
 
 class TaskSerializer(PrebuiltFieldsMixin, serializers.ModelSerializer):
