@@ -2,6 +2,9 @@
 
 - `@pytest.mark.postgresql` tests skip on SQLite with a visible reason; with
   CODEX_REQUIRE_POSTGRESQL=1 (CI's PostgreSQL run) nothing may be skipped at all.
+- With CODEX_DATABASE_TESTS_ONLY=1 (CI's SQLite run, beside the PostgreSQL
+  run that runs everything) the tests that use no database are deselected:
+  their outcome does not depend on which database is configured.
 """
 
 from __future__ import annotations
@@ -14,6 +17,15 @@ import pytest
 from django.conf import settings
 
 REQUIRE_POSTGRESQL = os.environ.get("CODEX_REQUIRE_POSTGRESQL") == "1"
+DATABASE_TESTS_ONLY = os.environ.get("CODEX_DATABASE_TESTS_ONLY") == "1"
+# A test with one of these fixtures (directly or through others) uses the database.
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
 TOOLCHAIN_PATHS = sorted({sys.prefix, sys.base_prefix})
 
 
@@ -26,7 +38,18 @@ def pytest_configure(config) -> None:
         )
 
 
+def uses_the_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
+
+
 def pytest_collection_modifyitems(config, items) -> None:
+    if DATABASE_TESTS_ONLY and not REQUIRE_POSTGRESQL:
+        deselected = [item for item in items if not uses_the_database(item)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if uses_the_database(item)]
     if settings.IS_POSTGRESQL:
         return
     skip = pytest.mark.skip(
