@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed, can_proceed, transition
 
+from codex.core.store import LeaseUnavailable
 from codex.core.workers import enqueue_on_commit
 from codex.tasks.models import guards
 from codex.tasks.models.choices import Agent, Phase, Status
@@ -244,8 +245,6 @@ class StatusTransitions:
 
         Raises TransitionNotAllowed when the task's state does not allow it.
         """
-        from codex.core.store import LeaseUnavailable
-
         try:
             return self.perform(action, by=by, reason=reason), False
         except LeaseUnavailable:
