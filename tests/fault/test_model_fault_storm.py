@@ -47,7 +47,7 @@ import pytest
 
 from codex.events.models import Event, EventKind
 from codex.tasks.jobs import resume_due_tasks
-from codex.tasks.models import Status, Task
+from codex.tasks.models import Status
 from tests.live_pipeline import (  # noqa: F401 (live_clusters is a fixture)
     PHASES,
     ScriptedAgent,
@@ -58,7 +58,7 @@ from tests.live_pipeline import (  # noqa: F401 (live_clusters is a fixture)
     live_pipeline,
 )
 from tests.model_stub import Reply, dropped, error
-from tests.workers.live.helpers import completions
+from tests.workers.live.helpers import assert_each_completed_and_merged_once
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -199,12 +199,7 @@ def test_every_task_completes_through_a_storm_of_model_faults(
         counts,
         pipeline.not_completed(ids),
     )
-    for task in Task.objects.filter(task_id__in=ids):
-        assert completions(task) == 1
-    assert all(
-        (f.pulls_opened, f.pulls_merged, f.squash_commits_on_main) == (1, 1, 1)
-        for f in forge.values()
-    ), forge
+    assert_each_completed_and_merged_once(ids, forge)
 
     # The storm was one: about 30 % of the calls, every kind of fault.
     assert set(faults) == set(KINDS)

@@ -40,6 +40,18 @@ def completions(task: Task) -> int:
     ).count()
 
 
+def assert_each_completed_and_merged_once(task_ids: list[str], forge: dict) -> None:
+    """Each task completed once in its event log, and its pull request was
+    opened, merged and squashed onto main once (`forge`: the live pipeline's
+    forge counts per task)."""
+    for task in Task.objects.filter(task_id__in=task_ids):
+        assert completions(task) == 1, task.task_id
+    assert all(
+        (f.pulls_opened, f.pulls_merged, f.squash_commits_on_main) == (1, 1, 1)
+        for f in forge.values()
+    ), forge
+
+
 def expected_side_effects(task_ids: list[str]) -> list[str]:
     return sorted(
         side_effect_key(task_id, phase)

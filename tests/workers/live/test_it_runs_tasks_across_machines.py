@@ -36,7 +36,7 @@ from codex.tasks.models import Status, Task
 from tests.live_pipeline import live_pipeline
 from tests.workers.live.brokers import REDIS_TEST_URL
 from tests.workers.live.cluster import wait_for
-from tests.workers.live.helpers import completions
+from tests.workers.live.helpers import assert_each_completed_and_merged_once
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -144,12 +144,7 @@ def test_tasks_complete_across_machines_when_one_is_lost_whole(
         f"\n{kind}: {cut} cut on {VICTIM}, running elsewhere {back_after:.1f} s later"
     )
     assert counts == {Status.COMPLETED: TASKS}, not_completed
-    for task in Task.objects.filter(task_id__in=ids):
-        assert completions(task) == 1
-    assert all(
-        (f.pulls_opened, f.pulls_merged, f.squash_commits_on_main) == (1, 1, 1)
-        for f in forge.values()
-    ), forge
+    assert_each_completed_and_merged_once(ids, forge)
     assert back_after <= BACK_WITHIN_SECONDS, back_after
 
     # The cut task started a run on the victim and finished on the others.
