@@ -105,7 +105,11 @@ def _run_on(
     base = folder / "base"
     try:
         run_git(["worktree", "add", "--detach", "--quiet", str(base), sha], worktree)
-        jail = Jail.for_worktree(base, image=repository.sandbox_image)
+        jail = Jail.for_worktree(
+            base,
+            image=repository.sandbox_image,
+            worktree_quota_mb=repository.worktree_quota_mb,
+        )
         # The base's own setup (its lock files), usually a copy from the cache.
         jail, not_ready = prepare_environment(repository, jail, record=False)
         if not_ready:

@@ -238,7 +238,11 @@ class AgentPhaseRunner:
         takes the commands' output as it comes, for the live page."""
         repository = step.repository
         try:
-            jail = Jail.for_worktree(step.worktree, image=repository.sandbox_image)
+            jail = Jail.for_worktree(
+                step.worktree,
+                image=repository.sandbox_image,
+                worktree_quota_mb=repository.worktree_quota_mb,
+            )
         except JailUnavailable as exc:
             # No silent fallback to running unjailed: a person must fix this.
             return PhaseResult.escalate(

@@ -18,8 +18,12 @@ def worktree_quota_mb(worktree: Path) -> int | None:
     mirror = _mirror_of(Path(worktree))
     if mirror is None:
         return None
-    for repository in Repository.objects.all():
-        if mirror_path(repository).resolve() == mirror:
+    # Callers that know the repository pass its quota to the jail; this is
+    # the fallback, so it reads only the columns a mirror's name comes from.
+    candidates = Repository.objects.only("url", "forge", "worktree_quota_mb")
+    for repository in candidates.iterator():
+        path = mirror_path(repository)
+        if path.name == mirror.name and path.resolve() == mirror:
             return repository.worktree_quota_mb
     return None
 

@@ -77,11 +77,16 @@ CA_BUNDLE_VARIABLES = (
 DEFAULT_WORKTREE_QUOTA_MB = 1024
 
 
-def limits_from_settings(worktree: str | os.PathLike[str] | None = None) -> Limits:
+def limits_from_settings(
+    worktree: str | os.PathLike[str] | None = None, *, quota_mb: int | None = None
+) -> Limits:
     """The limits of one command, from the CODEX_SANDBOX_* settings, with
-    the disk quota of `worktree`'s repository."""
+    the disk quota `quota_mb` (a caller that knows the repository gives its
+    quota), else the quota of `worktree`'s repository, looked up."""
     quota = DEFAULT_WORKTREE_QUOTA_MB
-    if worktree is not None:
+    if quota_mb:
+        quota = int(quota_mb)
+    elif worktree is not None:
         quota = quota_mb_for(Path(worktree), DEFAULT_WORKTREE_QUOTA_MB)
     return Limits(
         wall_seconds=float(settings.CODEX_SANDBOX_COMMAND_TIMEOUT),
@@ -157,8 +162,11 @@ class Jail:
         image: str = "",
         backend: Backend | None = None,
         limits: Limits | None = None,
+        worktree_quota_mb: int | None = None,
     ) -> Jail:
-        """The jail of `worktree` as the settings describe it."""
+        """The jail of `worktree` as the settings describe it, held to
+        `worktree_quota_mb` (its repository's quota: the caller knows it),
+        else to the quota looked up from the worktree's mirror."""
         readonly = [
             Path(folder)
             for folder in settings.CODEX_SANDBOX_READONLY_PATHS
@@ -168,7 +176,7 @@ class Jail:
         return cls(
             worktree=root,
             backend=backend or configured_backend(),
-            limits=limits or limits_from_settings(root),
+            limits=limits or limits_from_settings(root, quota_mb=worktree_quota_mb),
             path=settings.CODEX_SANDBOX_PATH or "",
             extra_env=dict(settings.CODEX_SANDBOX_ENV or {}),
             readonly=tuple(readonly),

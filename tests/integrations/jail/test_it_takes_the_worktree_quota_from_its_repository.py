@@ -32,3 +32,28 @@ def test_the_console_shows_the_quota_for_editing(admin_client, git_worktree):
     url = f"/admin/repositories/repository/{repository.pk}/change/"
     page = admin_client.get(url).content.decode()
     assert 'name="worktree_quota_mb"' in page and 'value="1024"' in page
+
+
+def test_a_caller_that_knows_the_repository_gives_its_quota_without_a_lookup(
+    bubblewrap, git_worktree, django_assert_num_queries
+):
+    # The phase runner and the base commit's checks hold the repository: its
+    # quota goes to the jail as given, with no read of the repositories.
+    worktree, _mirror, _remote = git_worktree
+    with django_assert_num_queries(0):
+        jail = Jail.for_worktree(worktree, backend=bubblewrap, worktree_quota_mb=20)
+    assert jail.limits.worktree_quota_mb == 20
+
+
+def test_the_lookup_finds_its_repository_among_others(
+    bubblewrap, git_worktree, django_assert_num_queries
+):
+    worktree, _mirror, _remote = git_worktree
+    Repository.objects.update(worktree_quota_mb=30)
+    for number in range(5):
+        Repository.objects.create(
+            url=f"https://github.com/acme/other-{number}", worktree_quota_mb=5
+        )
+    with django_assert_num_queries(1):
+        jail = Jail.for_worktree(worktree, backend=bubblewrap)
+    assert jail.limits.worktree_quota_mb == 30
