@@ -14,7 +14,7 @@ model's wait, which every worker honours.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import stat
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -48,16 +48,61 @@ def attempt(task: Task) -> str:
 
 
 def worktree_state(worktree: Path) -> str:
-    """A digest of the worktree's commit, changes and new files."""
+    """A digest of the worktree's commit, changes and new files: one `git
+    status` (its header names the commit) and the content of each file it
+    lists, read here (a file over STATE_READ_BYTES by its size and time)."""
     try:
-        head = run_git(["rev-parse", "HEAD"], worktree)
-        changes = run_git(["diff", "HEAD"], worktree)
         status = run_git(
-            ["status", "--porcelain=v1", "--untracked-files=all"], worktree
+            ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"],
+            worktree,
         )
     except (ClassifiedFailure, OSError):
         return ""
-    return hashlib.sha256(f"{head}\0{changes}\0{status}".encode()).hexdigest()
+    digest = hashlib.sha256(status.encode())
+    for path in _listed_paths(status):
+        digest.update(b"\0" + path.encode() + b"\0" + _content_digest(worktree, path))
+    return digest.hexdigest()
+
+
+# A changed file up to this size is read whole for the digest; a bigger one
+# counts by its size and modification time (a build's output, say).
+STATE_READ_BYTES = 1 << 20
+
+
+def _listed_paths(status: str) -> list[str]:
+    """The paths `git status --porcelain=v2 -z` lists (a rename's new path;
+    its old one follows as an entry of its own, skipped)."""
+    paths, entries, index = [], status.split("\0"), 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        kind = entry[:1]
+        if kind == "1":  # changed: 8 fields before the path
+            paths.append(entry.split(" ", 8)[-1])
+        elif kind == "2":  # renamed or copied: 9 fields, then the old path
+            paths.append(entry.split(" ", 9)[-1])
+            index += 1
+        elif kind == "u":  # unmerged: 10 fields
+            paths.append(entry.split(" ", 10)[-1])
+        elif kind in ("?", "!"):
+            paths.append(entry[2:])
+    return paths
+
+
+def _content_digest(worktree: Path, path: str) -> bytes:
+    """What a listed file holds now: its content's digest, or its size and
+    time when it is big; a deleted file or a folder gives a marker."""
+    target = worktree / path
+    try:
+        info = target.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            return f"mode {info.st_mode:o}".encode()
+        if info.st_size > STATE_READ_BYTES:
+            return f"{info.st_size} {info.st_mtime_ns}".encode()
+        with target.open("rb") as file:
+            return hashlib.file_digest(file, "sha256").digest()
+    except OSError:
+        return b"gone"
 
 
 def max_age_seconds() -> float:
@@ -106,45 +151,83 @@ def _other_worktree(checkpoint: RunCheckpoint) -> str:
     return f"{OTHER_WORKTREE} The files your tools wrote: {shown}."
 
 
-def saver(
-    task: Task, role: str, worktree: Path, files_written: set[str]
-) -> Callable[..., None]:
-    """The runtime's checkpoint callback for a run of `role` on `task`."""
-    key = attempt(task)
+class Saver:
+    """The runtime's checkpoint callback for a run of `role` on `task`: each
+    call keeps the conversation in one statement (an insert that replaces
+    the role's row, whichever attempt left it); `saved` says whether it has
+    kept one."""
 
-    def save(
-        messages: list[dict[str, Any]], metrics: RunMetrics, wait_seconds: float = 0
+    def __init__(
+        self, task: Task, role: str, worktree: Path, files_written: set[str]
     ) -> None:
-        usage = metrics.usage
-        wait_until = (
-            timezone.now() + timedelta(seconds=wait_seconds) if wait_seconds else None
+        self.task, self.role, self.worktree = task, role, worktree
+        self.files_written = files_written
+        self.key = attempt(task)
+        self.saved = False
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        metrics: RunMetrics,
+        wait_seconds: float = 0,
+    ) -> None:
+        usage, now = metrics.usage, timezone.now()
+        row = RunCheckpoint(
+            task_id=self.task.pk,
+            role=self.role,
+            attempt=self.key,
+            conversation=RunCheckpoint.pack(messages),
+            turns=metrics.turns,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cost_usd=metrics.cost_usd,
+            files_written=sorted(self.files_written),
+            worktree_state=worktree_state(self.worktree),
+            wait_until=now + timedelta(seconds=wait_seconds) if wait_seconds else None,
+            updated_at=now,
         )
-        RunCheckpoint.objects.update_or_create(
-            task=task,
-            role=role,
-            defaults={
-                "attempt": key,
-                "conversation": RunCheckpoint.pack(messages),
-                "turns": metrics.turns,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-                "cache_read_tokens": usage.cache_read_tokens,
-                "cost_usd": metrics.cost_usd,
-                "files_written": sorted(files_written),
-                "worktree_state": worktree_state(worktree),
-                "wait_until": wait_until,
-                "updated_at": timezone.now(),
-            },
+        RunCheckpoint.objects.bulk_create(
+            [row],
+            update_conflicts=True,
+            unique_fields=["task", "role"],
+            update_fields=SAVED_FIELDS,
         )
+        self.saved = True
 
-    return save
+
+# What a save writes over the role's row (everything but its key).
+SAVED_FIELDS = [
+    "attempt",
+    "conversation",
+    "turns",
+    "input_tokens",
+    "output_tokens",
+    "cache_write_tokens",
+    "cache_read_tokens",
+    "cost_usd",
+    "files_written",
+    "worktree_state",
+    "wait_until",
+    "updated_at",
+]
 
 
-def settle(task: Task, role: str, outcome: RunOutcome) -> None:
+def saver(task: Task, role: str, worktree: Path, files_written: set[str]) -> Saver:
+    """The runtime's checkpoint callback for a run of `role` on `task`."""
+    return Saver(task, role, worktree, files_written)
+
+
+def settle(task: Task, role: str, outcome: RunOutcome, *, kept: bool = True) -> None:
     """After a run: a run that ended waiting for the model keeps its
     conversation (its spend is now recorded on its AgentRun, so the
-    checkpoint's is cleared); any other end removes it."""
+    checkpoint's is cleared); any other end removes it. `kept`: False when
+    the run neither resumed nor saved a checkpoint, so there is none to
+    remove (a row an abandoned attempt left is replaced by the role's next
+    save, and goes with its task)."""
+    if not kept:
+        return
     waits = (
         outcome.kind == Kind.ERROR
         and outcome.error is not None

@@ -206,6 +206,7 @@ class AgentPhaseRunner:
                 data={"tool": "resume", "success": True, "turns": checkpoint.turns},
             )
         given: set[int] = set()  # people's messages delivered to this run
+        saver = checkpoints.saver(task, role.name, step.worktree, sandbox.files_changed)
         outcome = run_agent(
             frame.client,
             system=self._system(step, role),
@@ -223,12 +224,11 @@ class AgentPhaseRunner:
             # A person's message sent meanwhile reaches the very next turn.
             interjection=lambda: people.steering_between_turns(task, role.name, given),
             review_submission=lambda result: role.check_submission(step, result),
-            checkpoint=checkpoints.saver(
-                task, role.name, step.worktree, sandbox.files_changed
-            ),
+            checkpoint=saver,
             resume=resume,
         )
-        checkpoints.settle(task, role.name, outcome)
+        kept = checkpoint is not None or saver.saved
+        checkpoints.settle(task, role.name, outcome, kept=kept)
         return outcome
 
     @staticmethod
