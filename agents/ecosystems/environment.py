@@ -70,24 +70,21 @@ class Environment:
 
 def remember(repository: Repository, detection: Detection) -> None:
     """Store the detection on the repository (the console shows it, the
-    checks read its test command); written only when it changed."""
+    checks read its test command); written only when it differs from what
+    the repository, as the step read it, holds: a detection changes with a
+    manifest, not with each step."""
     found = detection.as_json()
+    known = repository.detected_environment
     repository.detected_environment = found
-    if repository.pk is None:
+    if repository.pk is None or known == found:
         return
     from codex.repositories.models import Repository
 
-    stored = (
-        Repository.objects.filter(pk=repository.pk)
-        .values_list("detected_environment", flat=True)
-        .first()
+    repository.detected_at_commit = detection.commit
+    # Only these columns: an operator may be editing the others.
+    Repository.objects.filter(pk=repository.pk).update(
+        detected_environment=found, detected_at_commit=detection.commit
     )
-    if stored != found:
-        repository.detected_at_commit = detection.commit
-        # Only these columns: an operator may be editing the others.
-        Repository.objects.filter(pk=repository.pk).update(
-            detected_environment=found, detected_at_commit=detection.commit
-        )
 
 
 def environment_for(

@@ -89,3 +89,15 @@ def test_the_detection_is_written_only_when_it_changes(remote):
     stored = Repository.objects.get(pk=repository.pk)
     assert stored.detected_at_commit == later.detection.commit
     assert stored.detected("setup_command") == ""
+
+
+def test_an_unchanged_detection_reads_and_writes_nothing(
+    remote, django_assert_num_queries
+):
+    # Each step detects again; the repository it read at the step's start
+    # says whether anything changed, so a step pays no query for it.
+    project = remote(node_project())
+    repository = project.repository
+    environment_for(repository, project.worktree("T-1"))
+    with django_assert_num_queries(0):
+        environment_for(repository, project.worktree("T-2"))
