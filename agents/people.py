@@ -22,6 +22,7 @@ from django.utils import timezone
 from agents.prompts import strip_hidden, untrusted
 from codex.core.errors import ClassifiedFailure
 from codex.events.models import EventKind
+from codex.tasks.models.escalation import Escalation
 from codex.tasks.models.steering import SteeringMessage
 from integrations.git import read_blobs, read_refs, run_git
 
@@ -261,7 +262,7 @@ def answers_prompt(task: Task, role_name: str) -> str:
     oldest first, each answer fenced as a person's words; "" when there are
     none. The first run given an answer says so in the task's history, with
     the step's save."""
-    answered = list(task.escalations.answered_in(task.phase))
+    answered = Escalation.objects.answered_to(task.pk, task.phase)
     if not answered:
         return ""
     new = [escalation.pk for escalation in answered if escalation.delivered_at is None]

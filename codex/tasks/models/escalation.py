@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from codex.core.store import hot_rows
+
 
 class EscalationReason(models.TextChoices):
     NEEDS_CLARIFICATION = "needs_clarification", "Needs clarification"
@@ -118,6 +120,12 @@ class EscalationQuerySet(models.QuerySet):
             .exclude(answers=[], resolution="")
             .order_by("resolved_at", "id")
         )
+
+    @hot_rows
+    def answered_to(self, task_id: int, phase: str) -> EscalationQuerySet:
+        """The task's escalations answered in `phase` (answered_in), read as
+        each step of an agent starts."""
+        return self.filter(task_id=task_id).answered_in(phase)
 
     def resolved_unconsumed(self) -> EscalationQuerySet:
         return self.filter(resolved_at__isnull=False, consumed_at__isnull=True)
