@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from integrations.git import run_git
+from integrations.git import read_refs, run_git
 
 MAX_READ_BYTES = 1_000_000
 # A path spliced into a command: plain characters only, no option look-alike.
@@ -62,7 +62,12 @@ class Tree:
     ) -> Tree:
         """The top folder, `folders` with everything under them, and the
         files `paths` name (where they exist)."""
-        sha = run_git(["rev-parse", "--verify", f"{commit}^{{commit}}"], worktree)
+        # HEAD is read from git's files when they are plain (every step
+        # detects again: one git fewer); anything else git resolves.
+        found = read_refs(worktree, [commit]) if commit == "HEAD" else None
+        sha = found[0] if found else ""
+        if not sha:
+            sha = run_git(["rev-parse", "--verify", f"{commit}^{{commit}}"], worktree)
         tree = cls(Path(worktree), sha.strip())
         tree._list(["ls-tree", "-l", "-z", tree.commit])
         present = [f for f in folders if f in tree.dirs]
