@@ -110,10 +110,16 @@ def max_age_seconds() -> float:
 
 
 def load(task: Task, role: str) -> RunCheckpoint | None:
-    """The checkpoint a run of `role` on `task` resumes, if any."""
-    return RunCheckpoint.objects.resumable(
-        task.pk, role, attempt(task), max_age_seconds=max_age_seconds()
-    )
+    """The checkpoint a run of `role` on `task` resumes, if any. One left by
+    another attempt at the phase, or too old, is removed here: so a run that
+    loads none and saves none has no row to remove when it ends."""
+    found = RunCheckpoint.objects.of_role(task.pk, role)
+    if found is None:
+        return None
+    if found.resumable(attempt(task), max_age_seconds=max_age_seconds()):
+        return found
+    RunCheckpoint.objects.filter(pk=found.pk, updated_at=found.updated_at).delete()
+    return None
 
 
 def waiting(checkpoint: RunCheckpoint | None) -> timedelta | None:
@@ -154,8 +160,7 @@ def _other_worktree(checkpoint: RunCheckpoint) -> str:
 class Saver:
     """The runtime's checkpoint callback for a run of `role` on `task`: each
     call keeps the conversation in one statement (an insert that replaces
-    the role's row, whichever attempt left it); `saved` says whether it has
-    kept one."""
+    the role's row); `saved` says whether it has kept one."""
 
     def __init__(
         self, task: Task, role: str, worktree: Path, files_written: set[str]
@@ -224,8 +229,7 @@ def settle(task: Task, role: str, outcome: RunOutcome, *, kept: bool = True) -> 
     conversation (its spend is now recorded on its AgentRun, so the
     checkpoint's is cleared); any other end removes it. `kept`: False when
     the run neither resumed nor saved a checkpoint, so there is none to
-    remove (a row an abandoned attempt left is replaced by the role's next
-    save, and goes with its task)."""
+    remove (load removed any other)."""
     if not kept:
         return
     waits = (

@@ -1,11 +1,16 @@
 """A run's checkpoint (docs/domain/fleet.md#run-checkpoints): one row per task
 and role, written in one statement after each turn, replacing whatever an
-earlier attempt left; removed when the run ends other than by a wait, and a
-run that neither resumed nor saved one touches no row at all."""
+earlier attempt left; one of another attempt (or too old) is removed when a
+run looks for its own, one of its attempt is resumed; removed when the run
+ends other than by a wait, and a run that neither resumed nor saved one
+touches no row at all."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from agents import checkpoints
 from agents.run_outcome import Kind, RunMetrics, RunOutcome
@@ -57,4 +62,41 @@ def test_a_run_that_kept_one_removes_it_when_done(tmp_path):
     save = checkpoints.saver(task, "developer", tmp_path, set())
     save(conversation("turn"), RunMetrics(turns=1))
     checkpoints.settle(task, "developer", RunOutcome(Kind.SUBMITTED), kept=save.saved)
+    assert not RunCheckpoint.objects.filter(task=task).exists()
+
+
+def stored(task, attempt: str, **fields) -> RunCheckpoint:
+    return RunCheckpoint.objects.create(
+        task=task,
+        role="developer",
+        attempt=attempt,
+        conversation=RunCheckpoint.pack(conversation("before")),
+        turns=2,
+        **fields,
+    )
+
+
+def test_a_run_resumes_its_attempts_checkpoint_in_one_query(
+    django_assert_num_queries,
+):
+    task = make_task()
+    row = stored(task, checkpoints.attempt(task))
+    with django_assert_num_queries(1):
+        found = checkpoints.load(task, "developer")
+    assert found is not None and found.pk == row.pk
+    assert checkpoints.load(task, "reviewer") is None
+
+
+@pytest.mark.parametrize("stale", ["another attempt", "too old"])
+def test_a_checkpoint_no_run_can_resume_is_removed_when_found(stale, settings):
+    task = make_task()
+    if stale == "another attempt":
+        stored(task, "implementation:an-abandoned-attempt")
+    else:
+        settings.CODEX_AGENT_CHECKPOINT_MAX_AGE_SECONDS = 60
+        row = stored(task, checkpoints.attempt(task))
+        RunCheckpoint.objects.filter(pk=row.pk).update(
+            updated_at=timezone.now() - timedelta(seconds=61)
+        )
+    assert checkpoints.load(task, "developer") is None
     assert not RunCheckpoint.objects.filter(task=task).exists()

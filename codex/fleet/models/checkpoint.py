@@ -12,17 +12,15 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
+from codex.core.store import hot_row
+
 
 class RunCheckpointQuerySet(models.QuerySet):
-    def resumable(
-        self, task_id: int, role: str, attempt: str, *, max_age_seconds: float
-    ) -> RunCheckpoint | None:
-        """The checkpoint a new run of `role` on the task goes on from: saved
-        in the same attempt at the phase (`attempt`), recently enough."""
-        since = timezone.now() - timedelta(seconds=max_age_seconds)
-        return self.filter(
-            task_id=task_id, role=role, attempt=attempt, updated_at__gte=since
-        ).first()
+    @hot_row
+    def of_role(self, task_id: int, role: str) -> RunCheckpointQuerySet:
+        """The task's checkpoint of `role` (one at most), whichever attempt
+        left it: read as each agent step starts."""
+        return self.filter(task_id=task_id, role=role).order_by()[:1]
 
 
 class RunCheckpoint(models.Model):
@@ -66,6 +64,12 @@ class RunCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} {self.role} after {self.turns} turn(s)"
+
+    def resumable(self, attempt: str, *, max_age_seconds: float) -> bool:
+        """Whether a new run goes on from this checkpoint: saved in the same
+        attempt at the phase (`attempt`), recently enough."""
+        since = timezone.now() - timedelta(seconds=max_age_seconds)
+        return self.attempt == attempt and self.updated_at >= since
 
     @staticmethod
     def pack(messages: list[dict[str, Any]]) -> bytes:
