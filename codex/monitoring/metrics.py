@@ -8,6 +8,12 @@ workers on other machines included. Each family is one aggregate statement
 whatever the database holds; the indexes behind them are named where used.
 Totals over all time are counters (they only grow while rows are kept);
 what holds now is a gauge.
+
+The history (finished tasks, every agent run, escalation and webhook
+delivery) grows without end, and a scraper asks every 15 s or so: it is
+read from a snapshot at most HISTORY_SECONDS old, shared by the web
+processes through the cache, as the dashboard reads its own; the work in
+progress and the queue are live.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.db.models import (
     Count,
     DurationField,
@@ -41,7 +48,7 @@ from codex.fleet.readiness import (
     beating_workers,
     installation_blockers,
 )
-from codex.tasks.models import Escalation, Phase, Status, Task
+from codex.tasks.models import TERMINAL_STATUSES, Escalation, Phase, Status, Task
 from codex.webhooks.models import Outcome, WebhookDelivery
 
 # Upper bounds (seconds) of the agent run duration histogram: a step of a
@@ -50,6 +57,11 @@ DURATION_BUCKETS = (10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 # What a jail that cannot run leaves in an escalation's detail (the phase
 # runner's "agents' commands cannot run: ...", QA's "commands cannot run").
 JAIL_FAILURE_TEXT = "commands cannot run"
+# How old the history's snapshot may be (a scraper's rate() over minutes
+# sees a step a minute at most); its key in the shared cache.
+HISTORY_SECONDS = 60
+HISTORY_CACHE_KEY = "codex:metrics:history:1"
+ACTIVE_STATUSES = tuple(s for s in Status.values if s not in TERMINAL_STATUSES)
 
 
 class CodexCollector(Collector):
@@ -57,26 +69,65 @@ class CodexCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         now = timezone.now()
-        yield from tasks_by_status_and_phase()
-        yield from agent_runs()
-        yield agent_run_durations()
+        history = history_snapshot()
+        yield from tasks_by_status_and_phase(history)
+        yield from agent_runs(history)
+        yield agent_run_durations(history)
         yield from queue(now)
         workers = beating_workers(now)
         yield from worker_health(workers, now)
         yield from installation(workers)
-        yield jail_escalations()
-        yield webhook_deliveries()
+        yield jail_escalations(history)
+        yield webhook_deliveries(history)
 
 
-def tasks_by_status_and_phase() -> Iterator[Metric]:
-    """Every status × phase pair, zeros included (an alert on a series that
-    does not exist never fires). Index-only on task_dashboard."""
-    counts = {
-        (row["status"], row["phase"]): row["n"]
-        for row in Task.objects.order_by()
-        .values("status", "phase")
-        .annotate(n=Count("pk"))
+def history_snapshot(*, fresh: bool = False) -> dict:
+    """The history's figures: from the cache if at most HISTORY_SECONDS
+    old, else read (one aggregate each) and cached. `fresh` skips the cache."""
+    if not fresh:
+        cached = cache.get(HISTORY_CACHE_KEY)
+        if isinstance(cached, dict):
+            return cached
+    history = {
+        "finished_tasks": _task_counts(status__in=TERMINAL_STATUSES),
+        "runs": _run_totals(),
+        "durations": _duration_rows(),
+        "jail_escalations": Escalation.objects.filter(
+            detail__contains=JAIL_FAILURE_TEXT
+        ).count(),
+        "webhook_outcomes": {
+            row["outcome"]: row["n"]
+            for row in WebhookDelivery.objects.order_by()
+            .values("outcome")
+            .annotate(n=Count("pk"))
+        },
     }
+    cache.set(HISTORY_CACHE_KEY, history, HISTORY_SECONDS)
+    return history
+
+
+def forget_history_snapshot() -> None:
+    """Drop the cached snapshot (tests, and after importing history in bulk)."""
+    cache.delete(HISTORY_CACHE_KEY)
+
+
+def _task_counts(**where) -> dict[tuple[str, str], int]:
+    """Tasks by (status, phase) among those `where` selects: index-only on
+    task_dashboard (status and phase are its first columns)."""
+    return {
+        (row["status"], row["phase"]): row["n"]
+        for row in Task.objects.filter(**where)
+        .order_by()
+        .values("status", "phase")
+        .annotate(n=Count("*"))
+    }
+
+
+def tasks_by_status_and_phase(history: dict) -> Iterator[Metric]:
+    """Every status × phase pair, zeros included (an alert on a series that
+    does not exist never fires): the work in progress live (the active
+    statuses' ranges of task_dashboard), the finished from the snapshot."""
+    counts = {**history["finished_tasks"], **_task_counts(status__in=ACTIVE_STATUSES)}
     family = GaugeMetricFamily(
         "codex_tasks", "Tasks by status and phase, now.", labels=["status", "phase"]
     )
@@ -86,9 +137,9 @@ def tasks_by_status_and_phase() -> Iterator[Metric]:
     yield family
 
 
-def agent_runs() -> Iterator[Metric]:
-    """Agent runs, spend and tokens over all time, by how each run ended."""
-    rows = {
+def _run_totals() -> dict[str, dict]:
+    """Agent runs, spend and tokens over all time, by status."""
+    return {
         row["status"]: row
         for row in AgentRun.objects.order_by()
         .values("status")
@@ -101,6 +152,11 @@ def agent_runs() -> Iterator[Metric]:
             cache_read=Coalesce(Sum("cache_read_tokens"), 0),
         )
     }
+
+
+def agent_runs(history: dict) -> Iterator[Metric]:
+    """Agent runs, spend and tokens over all time, by how each run ended."""
+    rows = history["runs"]
     runs = CounterMetricFamily(
         "codex_agent_runs", "Agent runs started, by status.", labels=["status"]
     )
@@ -124,9 +180,9 @@ def agent_runs() -> Iterator[Metric]:
     yield tokens
 
 
-def agent_run_durations() -> Metric:
-    """How long the steps' agent runs took, by role, as a histogram over the
-    finished runs (one statement: a conditional count per bucket)."""
+def _duration_rows() -> list[dict]:
+    """The finished runs' durations by role: a conditional count per bucket,
+    their number and total, in one statement."""
     duration = ExpressionWrapper(
         F("ended_at") - F("started_at"), output_field=DurationField()
     )
@@ -134,13 +190,19 @@ def agent_run_durations() -> Metric:
         f"le_{bound}": Count("pk", filter=Q(duration__lte=timedelta(seconds=bound)))
         for bound in DURATION_BUCKETS
     }
-    rows = (
+    return list(
         AgentRun.objects.order_by()
         .filter(ended_at__isnull=False)
         .alias(duration=duration)
         .values("instance__role")
         .annotate(n=Count("pk"), total=Sum(duration), **buckets)
     )
+
+
+def agent_run_durations(history: dict) -> Metric:
+    """How long the steps' agent runs took, by role, as a histogram over the
+    finished runs."""
+    rows = history["durations"]
     family = HistogramMetricFamily(
         "codex_agent_run_duration_seconds",
         "How long finished agent runs (a step's work) took, by role.",
@@ -245,24 +307,18 @@ def installation(workers) -> Iterator[Metric]:
     yield family
 
 
-def jail_escalations() -> Metric:
+def jail_escalations(history: dict) -> Metric:
     """Tasks sent to a person because commands could not run in the jail."""
-    count = Escalation.objects.filter(detail__contains=JAIL_FAILURE_TEXT).count()
     return CounterMetricFamily(
         "codex_jail_escalations",
         "Escalations because agents' commands could not run in the jail.",
-        value=count,
+        value=history["jail_escalations"],
     )
 
 
-def webhook_deliveries() -> Metric:
+def webhook_deliveries(history: dict) -> Metric:
     """GitHub webhook deliveries by outcome (index webhook_outcome)."""
-    counts = {
-        row["outcome"]: row["n"]
-        for row in WebhookDelivery.objects.order_by()
-        .values("outcome")
-        .annotate(n=Count("pk"))
-    }
+    counts = history["webhook_outcomes"]
     family = CounterMetricFamily(
         "codex_webhook_deliveries",
         "GitHub webhook deliveries received, by what became of them.",

@@ -9,6 +9,16 @@ from prometheus_client.parser import text_string_to_metric_families
 TOKEN = "metrics-token-for-the-tests-0123456789"
 
 
+@pytest.fixture(autouse=True)
+def no_history_snapshot():
+    """Each test reads the history afresh (the cache outlives a test)."""
+    from codex.monitoring.metrics import forget_history_snapshot
+
+    forget_history_snapshot()
+    yield
+    forget_history_snapshot()
+
+
 @pytest.fixture
 def scrape(client, settings):
     """GET /metrics with the token; {(name, labels as a sorted tuple): value}."""

@@ -144,3 +144,22 @@ def test_jail_failures_and_webhook_outcomes(scrape):
     assert value(figures, deliveries, outcome="failed") == 1
     assert value(figures, deliveries, outcome="unprocessable") == 0
     assert Task.objects.count() == 2
+
+
+def test_the_work_in_progress_is_live_and_the_history_a_minute_old_at_most(scrape):
+    from codex.monitoring.metrics import HISTORY_SECONDS, forget_history_snapshot
+
+    put_in_state(make_task(), status="completed", phase="release")
+    make_task()
+    assert value(scrape(), "codex_tasks", status="completed", phase="release") == 1
+    put_in_state(make_task(), status="completed", phase="release")
+    put_in_state(make_task(), status="in_progress", phase="planning")
+    figures = scrape()
+    # The history is the snapshot's, taken at the first scrape...
+    assert value(figures, "codex_tasks", status="completed", phase="release") == 1
+    assert HISTORY_SECONDS <= 60
+    # ...and what is in flight now is read now.
+    assert value(figures, "codex_tasks", status="pending", phase="intake") == 1
+    assert value(figures, "codex_tasks", status="in_progress", phase="planning") == 1
+    forget_history_snapshot()  # as a minute passing does
+    assert value(scrape(), "codex_tasks", status="completed", phase="release") == 2
