@@ -14,6 +14,7 @@ model's wait, which every worker honours.
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 from datetime import timedelta
 from decimal import Decimal
@@ -99,7 +100,9 @@ def _content_digest(worktree: Path, path: str) -> bytes:
             return f"mode {info.st_mode:o}".encode()
         if info.st_size > STATE_READ_BYTES:
             return f"{info.st_size} {info.st_mtime_ns}".encode()
-        with target.open("rb") as file:
+        # Not through a link the agent may have put in its place since.
+        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as file:
             return hashlib.file_digest(file, "sha256").digest()
     except OSError:
         return b"gone"

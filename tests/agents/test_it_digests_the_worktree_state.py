@@ -69,3 +69,14 @@ def test_a_big_file_counts_by_its_size_and_time(worktree):
 
 def test_no_worktree_gives_no_digest(tmp_path):
     assert worktree_state(tmp_path) == ""
+
+
+def test_a_link_is_not_read_through(worktree, tmp_path):
+    # What a link points at outside the worktree is none of the digest's
+    # business (nor readable through it): only the link itself counts.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret one\n")
+    (worktree / "link.txt").symlink_to(outside)
+    before = worktree_state(worktree)
+    outside.write_text("secret two\n")
+    assert worktree_state(worktree) == before
