@@ -50,8 +50,9 @@ def attempt(task: Task) -> str:
 
 def worktree_state(worktree: Path) -> str:
     """A digest of the worktree's commit, changes and new files: one `git
-    status` (its header names the commit) and the content of each file it
-    lists, read here (a file over STATE_READ_BYTES by its size and time)."""
+    status` (its header names the commit) and the content of the files it
+    lists, read here up to STATE_READ_BYTES each and STATE_READ_TOTAL_BYTES
+    in all (past either, a file counts by its size and time)."""
     try:
         status = run_git(
             ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"],
@@ -60,14 +61,20 @@ def worktree_state(worktree: Path) -> str:
     except (ClassifiedFailure, OSError):
         return ""
     digest = hashlib.sha256(status.encode())
+    left = STATE_READ_TOTAL_BYTES
     for path in _listed_paths(status):
-        digest.update(b"\0" + path.encode() + b"\0" + _content_digest(worktree, path))
+        content, read = _content_digest(worktree / path, min(STATE_READ_BYTES, left))
+        left -= read
+        digest.update(b"\0" + path.encode() + b"\0" + content)
     return digest.hexdigest()
 
 
-# A changed file up to this size is read whole for the digest; a bigger one
-# counts by its size and modification time (a build's output, say).
+# A file up to this size is read whole for the digest, while the digest has
+# read less than the total (it runs after every turn: an agent's thousands of
+# new files must not be read again each time); past either, a file counts by
+# its size and modification time.
 STATE_READ_BYTES = 1 << 20
+STATE_READ_TOTAL_BYTES = 16 << 20
 
 
 def _listed_paths(status: str) -> list[str]:
@@ -85,27 +92,27 @@ def _listed_paths(status: str) -> list[str]:
             index += 1
         elif kind == "u":  # unmerged: 10 fields
             paths.append(entry.split(" ", 10)[-1])
-        elif kind in ("?", "!"):
+        elif kind == "?":  # untracked
             paths.append(entry[2:])
     return paths
 
 
-def _content_digest(worktree: Path, path: str) -> bytes:
-    """What a listed file holds now: its content's digest, or its size and
-    time when it is big; a deleted file or a folder gives a marker."""
-    target = worktree / path
+def _content_digest(target: Path, up_to: int) -> tuple[bytes, int]:
+    """What a listed file holds now, and the bytes read to say so: its
+    content's digest when it is at most `up_to` bytes, else its size and
+    time; a deleted file or anything but a regular file gives a marker."""
     try:
         info = target.lstat()
         if not stat.S_ISREG(info.st_mode):
-            return f"mode {info.st_mode:o}".encode()
-        if info.st_size > STATE_READ_BYTES:
-            return f"{info.st_size} {info.st_mtime_ns}".encode()
+            return f"mode {info.st_mode:o}".encode(), 0
+        if info.st_size > up_to:
+            return f"{info.st_size} {info.st_mtime_ns}".encode(), 0
         # Not through a link the agent may have put in its place since.
         descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(descriptor, "rb") as file:
-            return hashlib.file_digest(file, "sha256").digest()
+            return hashlib.file_digest(file, "sha256").digest(), info.st_size
     except OSError:
-        return b"gone"
+        return b"gone", 0
 
 
 def max_age_seconds() -> float:

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from agents import checkpoints
 from agents.checkpoints import STATE_READ_BYTES, worktree_state
 from integrations.git import run_git
 from integrations.git.repository import identity_env
@@ -80,3 +81,19 @@ def test_a_link_is_not_read_through(worktree, tmp_path):
     before = worktree_state(worktree)
     outside.write_text("secret two\n")
     assert worktree_state(worktree) == before
+
+
+def test_it_reads_no_more_than_its_total_after_each_turn(worktree, monkeypatch):
+    # An agent may leave thousands of new files; the digest runs after every
+    # turn, so past its total it counts files by size and time, unread.
+    monkeypatch.setattr(checkpoints, "STATE_READ_TOTAL_BYTES", 10)
+    first, second = worktree / "first.txt", worktree / "second.txt"
+    first.write_text("1234567\n")  # 8 bytes: read
+    second.write_text("abcdefg\n")  # 8 more: past the total of 10
+    before = worktree_state(worktree)
+    stamp = second.stat()
+    second.write_text("ABCDEFG\n")
+    os.utime(second, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert worktree_state(worktree) == before
+    first.write_text("7654321\n")
+    assert worktree_state(worktree) != before
