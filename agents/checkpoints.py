@@ -167,6 +167,10 @@ def _other_worktree(checkpoint: RunCheckpoint) -> str:
     return f"{OTHER_WORKTREE} The files your tools wrote: {shown}."
 
 
+# The row's key: one checkpoint per task and role (a save replaces the rest).
+KEY_FIELDS = ["task", "role"]
+
+
 class Saver:
     """The runtime's checkpoint callback for a run of `role` on `task`: each
     call keeps the conversation in one statement (an insert that replaces
@@ -206,32 +210,14 @@ class Saver:
         RunCheckpoint.objects.bulk_create(
             [row],
             update_conflicts=True,
-            unique_fields=["task", "role"],
-            update_fields=SAVED_FIELDS,
+            unique_fields=KEY_FIELDS,
+            update_fields=[
+                field.name
+                for field in RunCheckpoint._meta.concrete_fields
+                if not field.primary_key and field.name not in KEY_FIELDS
+            ],
         )
         self.saved = True
-
-
-# What a save writes over the role's row (everything but its key).
-SAVED_FIELDS = [
-    "attempt",
-    "conversation",
-    "turns",
-    "input_tokens",
-    "output_tokens",
-    "cache_write_tokens",
-    "cache_read_tokens",
-    "cost_usd",
-    "files_written",
-    "worktree_state",
-    "wait_until",
-    "updated_at",
-]
-
-
-def saver(task: Task, role: str, worktree: Path, files_written: set[str]) -> Saver:
-    """The runtime's checkpoint callback for a run of `role` on `task`."""
-    return Saver(task, role, worktree, files_written)
 
 
 def settle(task: Task, role: str, outcome: RunOutcome, *, kept: bool = True) -> None:

@@ -206,7 +206,7 @@ class AgentPhaseRunner:
                 data={"tool": "resume", "success": True, "turns": checkpoint.turns},
             )
         given: set[int] = set()  # people's messages delivered to this run
-        saver = checkpoints.saver(task, role.name, step.worktree, sandbox.files_changed)
+        saver = checkpoints.Saver(task, role.name, step.worktree, sandbox.files_changed)
         outcome = run_agent(
             frame.client,
             system=self._system(step, role),

@@ -35,7 +35,7 @@ def test_each_save_is_one_statement_replacing_the_roles_row(
         conversation=RunCheckpoint.pack(conversation("old")),
         turns=7,
     )
-    save = checkpoints.saver(task, "developer", tmp_path, {"b.py", "a.py"})
+    save = checkpoints.Saver(task, "developer", tmp_path, {"b.py", "a.py"})
     assert not save.saved
     with django_assert_num_queries(1):
         save(conversation("new"), RunMetrics(turns=2))
@@ -59,7 +59,7 @@ def test_a_run_that_kept_nothing_removes_nothing(django_assert_num_queries):
 
 def test_a_run_that_kept_one_removes_it_when_done(tmp_path):
     task = make_task()
-    save = checkpoints.saver(task, "developer", tmp_path, set())
+    save = checkpoints.Saver(task, "developer", tmp_path, set())
     save(conversation("turn"), RunMetrics(turns=1))
     checkpoints.settle(task, "developer", RunOutcome(Kind.SUBMITTED), kept=save.saved)
     assert not RunCheckpoint.objects.filter(task=task).exists()
