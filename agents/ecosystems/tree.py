@@ -64,10 +64,12 @@ class Tree:
         files `paths` name (where they exist)."""
         # HEAD is read from git's files when they are plain (every step
         # detects again: one git fewer); anything else git resolves.
-        found = read_refs(worktree, [commit]) if commit == "HEAD" else None
-        sha = found[0] if found else ""
-        if not sha:
-            sha = run_git(["rev-parse", "--verify", f"{commit}^{{commit}}"], worktree)
+        found = read_refs(worktree, ["HEAD"]) if commit == "HEAD" else None
+        sha = (
+            found[0]
+            if found
+            else run_git(["rev-parse", "--verify", f"{commit}^{{commit}}"], worktree)
+        )
         tree = cls(Path(worktree), sha.strip())
         tree._list(["ls-tree", "-l", "-z", tree.commit])
         present = [f for f in folders if f in tree.dirs]
