@@ -19,6 +19,7 @@ progress and the queue are live.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -60,7 +61,7 @@ JAIL_FAILURE_TEXT = "commands cannot run"
 # How old the history's snapshot may be (a scraper's rate() over minutes
 # sees a step a minute at most); its key in the shared cache.
 HISTORY_SECONDS = 60
-HISTORY_CACHE_KEY = "codex:metrics:history:1"
+HISTORY_CACHE_KEY = "codex:metrics:history:2"
 ACTIVE_STATUSES = tuple(s for s in Status.values if s not in TERMINAL_STATUSES)
 
 
@@ -81,27 +82,40 @@ class CodexCollector(Collector):
         yield webhook_deliveries(history)
 
 
-def history_snapshot(*, fresh: bool = False) -> dict:
+@dataclass(frozen=True)
+class History:
+    """What only grows: finished tasks by (status, phase), agent runs'
+    totals by status, the finished runs' durations by role, escalations
+    because the jail could not run, webhook deliveries by outcome."""
+
+    finished_tasks: dict[tuple[str, str], int]
+    runs: dict[str, dict]
+    durations: list[dict]
+    jail_escalations: int
+    webhook_outcomes: dict[str, int]
+
+
+def history_snapshot(*, fresh: bool = False) -> History:
     """The history's figures: from the cache if at most HISTORY_SECONDS
     old, else read (one aggregate each) and cached. `fresh` skips the cache."""
     if not fresh:
         cached = cache.get(HISTORY_CACHE_KEY)
-        if isinstance(cached, dict):
+        if isinstance(cached, History):
             return cached
-    history = {
-        "finished_tasks": _task_counts(status__in=TERMINAL_STATUSES),
-        "runs": _run_totals(),
-        "durations": _duration_rows(),
-        "jail_escalations": Escalation.objects.filter(
+    history = History(
+        finished_tasks=_task_counts(status__in=TERMINAL_STATUSES),
+        runs=_run_totals(),
+        durations=_duration_rows(),
+        jail_escalations=Escalation.objects.filter(
             detail__contains=JAIL_FAILURE_TEXT
         ).count(),
-        "webhook_outcomes": {
+        webhook_outcomes={
             row["outcome"]: row["n"]
             for row in WebhookDelivery.objects.order_by()
             .values("outcome")
             .annotate(n=Count("pk"))
         },
-    }
+    )
     cache.set(HISTORY_CACHE_KEY, history, HISTORY_SECONDS)
     return history
 
@@ -123,11 +137,11 @@ def _task_counts(**where) -> dict[tuple[str, str], int]:
     }
 
 
-def tasks_by_status_and_phase(history: dict) -> Iterator[Metric]:
+def tasks_by_status_and_phase(history: History) -> Iterator[Metric]:
     """Every status × phase pair, zeros included (an alert on a series that
     does not exist never fires): the work in progress live (the active
     statuses' ranges of task_dashboard), the finished from the snapshot."""
-    counts = {**history["finished_tasks"], **_task_counts(status__in=ACTIVE_STATUSES)}
+    counts = {**history.finished_tasks, **_task_counts(status__in=ACTIVE_STATUSES)}
     family = GaugeMetricFamily(
         "codex_tasks", "Tasks by status and phase, now.", labels=["status", "phase"]
     )
@@ -154,9 +168,9 @@ def _run_totals() -> dict[str, dict]:
     }
 
 
-def agent_runs(history: dict) -> Iterator[Metric]:
+def agent_runs(history: History) -> Iterator[Metric]:
     """Agent runs, spend and tokens over all time, by how each run ended."""
-    rows = history["runs"]
+    rows = history.runs
     runs = CounterMetricFamily(
         "codex_agent_runs", "Agent runs started, by status.", labels=["status"]
     )
@@ -199,10 +213,10 @@ def _duration_rows() -> list[dict]:
     )
 
 
-def agent_run_durations(history: dict) -> Metric:
+def agent_run_durations(history: History) -> Metric:
     """How long the steps' agent runs took, by role, as a histogram over the
     finished runs."""
-    rows = history["durations"]
+    rows = history.durations
     family = HistogramMetricFamily(
         "codex_agent_run_duration_seconds",
         "How long finished agent runs (a step's work) took, by role.",
@@ -307,18 +321,18 @@ def installation(workers) -> Iterator[Metric]:
     yield family
 
 
-def jail_escalations(history: dict) -> Metric:
+def jail_escalations(history: History) -> Metric:
     """Tasks sent to a person because commands could not run in the jail."""
     return CounterMetricFamily(
         "codex_jail_escalations",
         "Escalations because agents' commands could not run in the jail.",
-        value=history["jail_escalations"],
+        value=history.jail_escalations,
     )
 
 
-def webhook_deliveries(history: dict) -> Metric:
+def webhook_deliveries(history: History) -> Metric:
     """GitHub webhook deliveries by outcome (index webhook_outcome)."""
-    counts = history["webhook_outcomes"]
+    counts = history.webhook_outcomes
     family = CounterMetricFamily(
         "codex_webhook_deliveries",
         "GitHub webhook deliveries received, by what became of them.",
