@@ -241,3 +241,32 @@ def test_a_wait_the_model_asked_for_outlives_the_worker_that_waited(
     assert "the model asked to wait" in task.errors[-1]["message"]
     waited = (task.blocked_until - task.updated_at).total_seconds()
     assert 18 <= waited <= 25
+
+
+def test_a_run_keeps_its_checkpoint_while_it_works_and_none_once_done(
+    agent_settings, stub, repository, monkeypatch
+):
+    # As real models do: a tool call whose input is not JSON, a turn of text
+    # only, then the work and the result. Each complete turn with tools is
+    # saved; the run that submitted leaves no checkpoint behind.
+    from agents import checkpoints
+
+    saved_turns = []
+    save = checkpoints.Saver.__call__
+
+    def kept(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        row = RunCheckpoint.objects.get(task=self.task, role=self.role)
+        saved_turns.append(row.turns)
+
+    monkeypatch.setattr(checkpoints.Saver, "__call__", kept)
+    stub.add(
+        *intake_and_planning(),
+        message(malformed_tool_use("write_file", '{"path": "calc.py", "con')),
+        message("Let me look at the module before writing it."),
+        *implementation(MUL_OK),
+    )
+    task = make_task(repository, title="Add multiplication")
+    assert steps(task, 3)[-1] == "in_progress/verification"
+    assert saved_turns and saved_turns == sorted(saved_turns), saved_turns
+    assert not RunCheckpoint.objects.filter(task=task).exists()
