@@ -97,20 +97,27 @@ def _query_where() -> str | None:
 
 
 def _compiler_attributes() -> str | None:
+    from django.contrib.auth.models import Group
     from django.db import DEFAULT_DB_ALIAS
-    from django.db.models.sql import Query
 
-    compiler = Query(None).get_compiler(using=DEFAULT_DB_ALIAS)
+    compiler = Group.objects.all().query.get_compiler(using=DEFAULT_DB_ALIAS)
+    compiler.as_sql()  # sets up the select (no query is sent)
     missing = [
         name
-        for name in ("select", "klass_info", "annotation_col_map")
+        for name in (
+            "select",
+            "col_count",
+            "klass_info",
+            "annotation_col_map",
+            "has_composite_fields",
+        )
         if not hasattr(compiler, name)
     ]
     if missing:
         return f"SQLCompiler has no {', '.join(missing)}"
-    if "results" not in parameters(compiler.results_iter):
-        return "SQLCompiler.results_iter takes no `results`"
-    return None
+    return _expect_parameters(
+        compiler.get_converters, ("expressions",)
+    ) or _expect_parameters(compiler.apply_converters, ("rows", "converters"))
 
 
 def _related_populators() -> str | None:
@@ -172,7 +179,8 @@ INTERNALS = (
         _atomic_block_flag,
     ),
     Internal(
-        "SQLCompiler.select, klass_info, annotation_col_map, results_iter",
+        "SQLCompiler.select, col_count, klass_info, annotation_col_map, "
+        "get_converters, apply_converters",
         READS,
         _compiler_attributes,
     ),

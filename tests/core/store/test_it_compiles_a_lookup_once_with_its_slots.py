@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
 from codex.core.store import compiled_query
@@ -72,6 +73,30 @@ def test_it_reads_what_the_orm_reads():
         assert found.repository == task.repository  # populated, not fetched
     assert captured.captured_queries == []
     assert found._state.adding is False and found._state.db == "default"
+
+
+def test_its_converters_are_worked_out_once_and_applied_at_every_run(monkeypatch):
+    task = make_task(title="Converted")
+    task.phase_progress = {"intake": {"status": "done"}}
+    task.save()
+    monkeypatch.setattr(compiled_query, "_CACHE", {})
+    name, build = (
+        "test-converted",
+        lambda task_id: Task.objects.filter(task_id=task_id).order_by()[:1],
+    )
+    first_row(Task, name, build, task.task_id)
+    created_at = Task.objects.get(pk=task.pk).created_at
+
+    def worked_out_again(self, expressions):
+        raise AssertionError("the converters are worked out at every run")
+
+    monkeypatch.setattr(SQLCompiler, "get_converters", worked_out_again)
+    found = first_row(Task, name, build, task.task_id)
+    # A JSON column is parsed and a time is an aware datetime (SQLite keeps
+    # text) by the converters the compiled query holds.
+    assert found.phase_progress == {"intake": {"status": "done"}}
+    assert found.created_at == created_at
+    assert found.created_at.tzinfo is not None
 
 
 @pytest.mark.parametrize("value", [None, True, 1.5, b"bytes"])
