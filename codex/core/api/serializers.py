@@ -4,6 +4,8 @@ per class for the hot paths."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from rest_framework import exceptions, serializers
@@ -69,15 +71,81 @@ class PrebuiltFieldsMixin:
     binding only assigns attributes: a shallow copy of the unbound field is
     enough. A field holding other fields (a list's child, a nested
     serializer, a relation) still gets a deep copy: its children are bound to it.
+
+    A serializer whose fields are all read-only scalars or method fields
+    (an answer, such as a task's) is represented straight from the built
+    fields, none copied or bound: a scalar field's to_representation reads
+    only its own settings. Any other serializer is represented by DRF.
     """
 
     def get_fields(self) -> dict[str, serializers.Field]:
+        return {name: _fresh(field) for name, field in _built_fields(self).items()}
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
         cls = type(self)
-        built = cls.__dict__.get("_prebuilt_fields")
-        if built is None:
-            built = super().get_fields()  # type: ignore[misc]
-            cls._prebuilt_fields = built  # type: ignore[attr-defined]
-        return {name: _fresh(field) for name, field in built.items()}
+        readers = cls.__dict__.get("_readers")
+        if readers is None:
+            readers = cls._readers = _readers(_built_fields(self))  # type: ignore[attr-defined]
+        if readers:
+            try:
+                return {name: read(self, instance) for name, read in readers}
+            except NotPlain:
+                pass
+        return super().to_representation(instance)  # type: ignore[misc]
+
+
+class NotPlain(Exception):
+    """A source DRF reads in its own way (a missing attribute or key, or a
+    callable it calls): the instance is represented by DRF."""
+
+
+def _built_fields(serializer: serializers.Serializer) -> dict[str, serializers.Field]:
+    cls = type(serializer)
+    built = cls.__dict__.get("_prebuilt_fields")
+    if built is None:
+        built = super(PrebuiltFieldsMixin, serializer).get_fields()  # type: ignore[misc]
+        cls._prebuilt_fields = built  # type: ignore[attr-defined]
+    return built
+
+
+Reader = Callable[[serializers.Serializer, Any], Any]
+
+
+def _readers(fields: dict[str, serializers.Field]) -> list[tuple[str, Reader]]:
+    """How to read each field from an instance, as DRF's to_representation
+    does (a None value stays None); empty when a field is not a read-only
+    scalar or method field, for DRF to represent the serializer itself."""
+    readers: list[tuple[str, Reader]] = []
+    for name, field in fields.items():
+        if isinstance(field, serializers.SerializerMethodField):
+            readers.append((name, _method_reader(field.method_name or f"get_{name}")))
+            continue
+        source = field.source or name
+        if not field.read_only or not isinstance(field, READABLE_FIELDS):
+            return []
+        if source == "*" or field.write_only:
+            return []
+        readers.append((name, _value_reader(attrgetter(source), field)))
+    return readers
+
+
+def _method_reader(method_name: str) -> Reader:
+    return lambda serializer, instance: getattr(serializer, method_name)(instance)
+
+
+def _value_reader(read: Callable[[Any], Any], field: serializers.Field) -> Reader:
+    def reader(serializer: serializers.Serializer, instance: Any) -> Any:
+        try:
+            value = read(instance)
+        except (AttributeError, KeyError):
+            raise NotPlain from None
+        if value is None:
+            return None
+        if callable(value):
+            raise NotPlain
+        return field.to_representation(value)
+
+    return reader
 
 
 # Fields with no field inside them, whose validation changes nothing on them.
@@ -91,6 +159,8 @@ SCALAR_FIELDS = (
     serializers.IntegerField,
     serializers.UUIDField,
 )
+# Read straight from the built fields: no field inside, nothing bound read.
+READABLE_FIELDS = (*SCALAR_FIELDS, serializers.JSONField, serializers.ReadOnlyField)
 
 
 def _fresh(field: serializers.Field) -> serializers.Field:
