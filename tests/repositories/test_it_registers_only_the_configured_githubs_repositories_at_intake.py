@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from codex.repositories.intake import intake_repository_url
+from codex.repositories.intake import intake_repository_url, read_intake_url
 from codex.repositories.models import Repository
 from codex.tasks.models import Task
 from tests.factories import make_repository, make_token, make_user
@@ -199,3 +199,19 @@ def test_data_residency_api_host_maps_to_its_web_host(settings):
     assert intake_repository_url("https://acme.ghe.com/a/b") == (
         "https://acme.ghe.com/a/b"
     )
+
+
+def test_a_url_read_before_is_read_again_for_another_configured_github(settings):
+    # Intake keeps the URLs it read; the configured GitHub is part of what
+    # it keeps them by, so a reading never outlives the configuration.
+    url = "https://ghe.example.com/acme/web"
+    assert read_intake_url(url).refusal is not None
+    assert read_intake_url(url) is read_intake_url(url)
+    settings.GITHUB_BASE_URL = "https://ghe.example.com/api/v3"
+    assert read_intake_url(url).refusal is None
+    assert read_intake_url(url).canonical == url
+    response = create(operator_api(), url)
+    assert response.status_code == 201, response.content
+    settings.GITHUB_BASE_URL = "https://api.github.com"
+    response = create(operator_api(), "https://ghe.example.com/acme/other")
+    assert response.status_code == 400
