@@ -3,6 +3,7 @@ idempotency keys) and the request and identity fields no update may change."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from codex.tasks.models.task import Task
 
 TASK_ID_ALPHABET = string.ascii_lowercase + string.digits
+TASK_ID_RANDOM_LENGTH = 6
 REQUEST_FIELDS = ("title", "description", "priority", "acceptance_criteria")
 # Identity is as immutable as the request.
 IMMUTABLE_FIELDS = (
@@ -35,10 +37,23 @@ ADVANCE_JOB = "codex.tasks.jobs.advance_task"
 
 
 def new_task_id(today: datetime | None = None) -> str:
-    """FEAT-{YYYYMMDD}-{random6} (docs/domain/tasks.md#task-id)."""
+    """FEAT-{YYYYMMDD}-{random6} (docs/domain/tasks.md#task-id): the six
+    characters are the digits of one uniform draw in base 36, one read of the
+    system's random source rather than six."""
     day = (today or timezone.now()).strftime("%Y%m%d")
-    suffix = "".join(secrets.choice(TASK_ID_ALPHABET) for _ in range(6))
+    number = secrets.randbelow(len(TASK_ID_ALPHABET) ** TASK_ID_RANDOM_LENGTH)
+    suffix = ""
+    for _ in range(TASK_ID_RANDOM_LENGTH):
+        number, digit = divmod(number, len(TASK_ID_ALPHABET))
+        suffix += TASK_ID_ALPHABET[digit]
     return f"FEAT-{day}-{suffix}"
+
+
+@functools.cache
+def _not_validated_at_creation(model: type[Task]) -> frozenset[str]:
+    """The fields a creation does not validate: all but the request's."""
+    validated = (*REQUEST_FIELDS, "created_by")
+    return frozenset(f.name for f in model._meta.fields if f.name not in validated)
 
 
 def request_fingerprint(request: dict[str, Any]) -> str:
@@ -122,13 +137,7 @@ class TaskQuerySet(VersionedQuerySet):
         )
         # Only the request is validated here: protected state fields refuse
         # full_clean's re-assignment (django-fsm's protected FSMField).
-        task.clean_fields(
-            exclude=[
-                f.name
-                for f in self.model._meta.fields
-                if f.name not in (*REQUEST_FIELDS, "created_by")
-            ]
-        )
+        task.clean_fields(exclude=_not_validated_at_creation(self.model))
         connection = transaction.get_connection(self.db)
         for _ in range(5):
             task.task_id = new_task_id()
