@@ -135,6 +135,11 @@ class MergeGate(models.TextChoices):
     MANUAL = "manual", "A person merges; Codex notices and completes the task"
 
 
+# What intake reads of a repository it finds by URL (another field read from
+# it is one more query: the intake query-count test would see it).
+INTAKE_FIELDS = ("url", "accepts_tasks", "registered_on_first_use")
+
+
 class RepositoryQuerySet(models.QuerySet):
     def for_url(self, url: str) -> RepositoryQuerySet:
         return self.filter(url=normalize_repository_url(url))
@@ -142,8 +147,10 @@ class RepositoryQuerySet(models.QuerySet):
     @hot_row
     def at_url(self, url: str) -> RepositoryQuerySet:
         """The repository registered at `url`, already normalized, or None
-        (every POST /api/tasks/ asks; url is unique: no ORDER BY)."""
-        return self.filter(url=url).order_by()[:1]
+        (every POST /api/tasks/ asks; url is unique: no ORDER BY), with only
+        what intake reads (INTAKE_FIELDS): the checks, policies and detected
+        environment are the workers', and the detection can be large."""
+        return self.filter(url=url).only(*INTAKE_FIELDS).order_by()[:1]
 
 
 class Repository(models.Model):

@@ -62,10 +62,14 @@ class IdempotencyMismatch(Exception):
         )
 
 
+# Phase.values builds its list at every call; every new task asks.
+PHASES = tuple(Phase.values)
+
+
 def initial_phase_progress() -> dict[str, dict[str, Any]]:
     return {
         phase: {"status": PhaseStatus.PENDING, "agent_invocations": 0}
-        for phase in Phase.values
+        for phase in PHASES
     }
 
 

@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from codex.accounts.models import ApiToken
+from codex.repositories.models import Repository
 from codex.tasks.models import Task
 from tests.core.api.conftest import token_client
 from tests.factories import make_repository, make_user
@@ -131,3 +132,15 @@ def test_the_token_query_reads_the_users_role_groups(django_assert_num_queries):
     assert ApiToken.objects.authenticate("not-the-key") is None
     token.revoke()
     assert ApiToken.objects.authenticate(key) is None
+
+
+def test_intake_reads_only_what_it_needs_of_the_repository():
+    # The detected environment and the workers' settings can be large, and
+    # every POST reads the repository: intake leaves them in the database.
+    repository = make_repository(BODY["repository"])
+    found = Repository.objects.at_url(repository.url)
+    assert found == repository
+    assert found.accepts_tasks and found.url == repository.url
+    deferred = found.get_deferred_fields()
+    assert {"detected_environment", "test_command", "setup_command"} <= deferred
+    assert not {"url", "accepts_tasks", "registered_on_first_use"} & deferred
