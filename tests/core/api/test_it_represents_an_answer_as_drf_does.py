@@ -5,7 +5,7 @@ the same order, and a serializer it cannot read so is left to DRF."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -64,6 +64,44 @@ def test_every_task_is_answered_as_drf_answers_it(serializer_class):
         expected = as_drf_represents(serializer_class(task), task)
         assert answer == expected
         assert list(answer) == list(expected)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "Asia/Kolkata"])
+def test_times_are_answered_in_the_current_time_zone_as_drf_answers_them(zone):
+    task = put_in_state(
+        make_task(),
+        Status.BLOCKED,
+        "verification",
+        blocked_reason="wait",
+        blocked_until=timezone.now() + timedelta(seconds=45),
+    )
+    with timezone.override(zone):
+        answer = TaskDetailSerializer(task).data
+        assert answer == as_drf_represents(TaskDetailSerializer(task), task)
+    if zone == "UTC":
+        assert answer["blocked_until"].endswith("Z")
+    else:
+        assert answer["blocked_until"][-6:] in {"+01:00", "+05:30"}
+
+
+class Times(PrebuiltFieldsMixin, serializers.Serializer):
+    at = serializers.DateTimeField(read_only=True)
+    day = serializers.DateTimeField(read_only=True, format="%Y-%m-%d")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2026, 11, 28, 12, 30, tzinfo=UTC),
+        datetime(2026, 11, 28, 12, 30, 15, 123456, tzinfo=UTC),
+        datetime(2026, 11, 28, 12, 30),  # naive: DRF makes it aware
+        "2026-11-28T12:30:00Z",  # text: DRF gives it back
+    ],
+)
+def test_any_time_value_is_answered_as_drf_answers_it(value):
+    instance = Named(at=value, day=value)
+    with timezone.override("America/New_York"):
+        assert Times(instance).data == as_drf_represents(Times(instance), instance)
 
 
 def test_a_list_of_tasks_is_answered_as_drf_answers_it():
