@@ -12,6 +12,7 @@ on-commit enqueue.
 from __future__ import annotations
 
 import functools
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -77,6 +78,22 @@ def broker_after_commit() -> Any:
     return AfterCommitORM(list_key=broker.list_key)
 
 
+def job_name_and_id() -> tuple[str, str]:
+    """A new job's id (a uuid4's hex) and its four-word name, the pair
+    django-q's humanhash.uuid() gives: each word is the XOR of one quarter
+    of the id's 16 bytes, as humanize() computes it one hex pair at a time
+    (a quarter of a job row's CPU)."""
+    from django_q.humanhash import DEFAULT_HASHER
+
+    job_id = uuid.uuid4()
+    raw = job_id.bytes
+    words = DEFAULT_HASHER.wordlist
+    name = "-".join(
+        words[raw[i] ^ raw[i + 1] ^ raw[i + 2] ^ raw[i + 3]] for i in (0, 4, 8, 12)
+    )
+    return name, job_id.hex
+
+
 def job_row(
     func_path: str,
     *args: Any,
@@ -102,12 +119,11 @@ def job_row(
         return None
     if Conf.BROKER_CLASS and Conf.BROKER_CLASS != ORM_BROKER_CLASS:
         return None
-    from django_q.humanhash import uuid
     from django_q.models import OrmQ
     from django_q.signals import pre_enqueue
     from django_q.signing import SignedPackage
 
-    name, task_id = uuid()
+    name, task_id = job_name_and_id()
     package: dict[str, Any] = {
         "id": task_id,
         "name": name,

@@ -121,20 +121,22 @@ class TaskQuerySet(VersionedQuerySet):
             existing = self.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
                 return existing.check_replay(fingerprint), False
-        task = self.model(
-            repository=repository,
-            title=title,
-            description=description,
-            priority=priority,
-            acceptance_criteria=acceptance_criteria,
-            created_by=created_by,
-            idempotency_key=idempotency_key or None,
-            request_fingerprint=fingerprint,
-            issue_number=issue_number,
-            requested_by=requested_by,
-            requester_login=requester_login,
-            plan_approval_required=plan_approval_required,
-        )
+        # Every field at its default, then the request: given keyword
+        # arguments, Model.__init__ raises and catches a KeyError for each of
+        # the 35 fields a request leaves at their default.
+        task = self.model()
+        task.repository = repository
+        task.title = title
+        task.description = description
+        task.priority = priority
+        task.acceptance_criteria = acceptance_criteria
+        task.created_by = created_by
+        task.idempotency_key = idempotency_key or None
+        task.request_fingerprint = fingerprint
+        task.issue_number = issue_number
+        task.requested_by = requested_by
+        task.requester_login = requester_login
+        task.plan_approval_required = plan_approval_required
         # Only the request is validated here: protected state fields refuse
         # full_clean's re-assignment (django-fsm's protected FSMField).
         task.clean_fields(exclude=_not_validated_at_creation(self.model))

@@ -5,14 +5,18 @@ django-q's async_task signs, or a worker would run something else or nothing.
 
 from __future__ import annotations
 
+from uuid import UUID, uuid4
+
 import pytest
 from django_q.brokers import get_broker
 from django_q.conf import Conf
+from django_q.humanhash import humanize
 from django_q.models import OrmQ
 from django_q.signals import pre_enqueue
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
+from codex.core.workers import queue
 from codex.core.workers.queue import job_row
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +72,15 @@ def test_no_row_when_jobs_do_not_go_through_this_database(settings, monkeypatch)
     settings.CODEX_RUN_JOBS_INLINE = False
     monkeypatch.setattr(Conf, "ORM", None)  # Redis
     assert job_row(JOB, "x") is None
+
+
+def test_a_jobs_name_is_the_one_django_q_gives_its_id(monkeypatch):
+    # The name is django-q's humanhash of the id, worked out from its bytes.
+    ids = iter([UUID(int=0), UUID(int=2**128 - 1), *(uuid4() for _ in range(300))])
+    monkeypatch.setattr(queue.uuid, "uuid4", lambda: next(ids))
+    for _ in range(302):
+        name, job_id = queue.job_name_and_id()
+        assert name == humanize(job_id) and len(job_id) == 32
+    monkeypatch.undo()
+    row = package(job_row(JOB, "FEAT-4"))
+    assert row["name"] == humanize(row["id"])
