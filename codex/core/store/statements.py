@@ -267,6 +267,30 @@ def points_at(row: models.Model, field: models.Field, obj: models.Model) -> bool
     )
 
 
+@functools.cache
+def _keys_to(model: type[models.Model], target: type[models.Model]) -> tuple:
+    """The foreign keys of `model` that can point at a `target` (looked at
+    for every row of every write: the model's other fields never can)."""
+    return tuple(
+        f
+        for f in model._meta.concrete_fields
+        if f.is_relation and issubclass(target, f.related_model)
+    )
+
+
+@functools.cache
+def _attnames(model: type[models.Model]) -> frozenset[str]:
+    return frozenset(f.attname for f in model._meta.concrete_fields)
+
+
+def _link_to(row: models.Model, obj: models.Model) -> str | None:
+    """The attname of the foreign key of `row` set to the object `obj`."""
+    return next(
+        (f.attname for f in _keys_to(type(row), type(obj)) if points_at(row, f, obj)),
+        None,
+    )
+
+
 def _with_rows(
     first: tuple[str, str, list],
     rows: list[models.Model],
@@ -284,18 +308,10 @@ def _with_rows(
     parts, names = [f"{name} AS ({first_sql})"], []
     params = list(params)
     for number, row in enumerate(rows):
-        link = next(
-            (
-                f.attname
-                for f in row._meta.concrete_fields
-                if parent is not None and points_at(row, f, parent)
-            ),
-            None,
-        )
+        link = None if parent is None else _link_to(row, parent)
         in_json = (
             key_in_json
-            if key_in_json is not None
-            and any(f.attname == key_in_json[0] for f in row._meta.concrete_fields)
+            if key_in_json is not None and key_in_json[0] in _attnames(type(row))
             else None
         )
         fields, sql = _insert_select(type(row), using, name, link, in_json)
@@ -358,11 +374,11 @@ def insert_with_rows(
     obj._state.adding = False
     obj._state.db = using
     for row in rows:
-        for field in row._meta.concrete_fields:
+        for field in _keys_to(type(row), type(obj)):
             if points_at(row, field, obj):
                 setattr(row, field.attname, obj.pk)
-            elif key_in_json is not None and field.attname == key_in_json[0]:
-                getattr(row, field.attname)[key_in_json[1]] = obj.pk
+        if key_in_json is not None and key_in_json[0] in _attnames(type(row)):
+            getattr(row, key_in_json[0])[key_in_json[1]] = obj.pk
 
 
 def insert_rows(rows: list[models.Model], using: str) -> None:
