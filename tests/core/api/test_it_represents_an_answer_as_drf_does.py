@@ -6,6 +6,7 @@ the same order, and a serializer it cannot read so is left to DRF."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -87,6 +88,10 @@ def test_times_are_answered_in_the_current_time_zone_as_drf_answers_them(zone):
 class Times(PrebuiltFieldsMixin, serializers.Serializer):
     at = serializers.DateTimeField(read_only=True)
     day = serializers.DateTimeField(read_only=True, format="%Y-%m-%d")
+    # A zone of its own, whatever the current one.
+    tokyo = serializers.DateTimeField(
+        read_only=True, default_timezone=ZoneInfo("Asia/Tokyo")
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,7 +104,7 @@ class Times(PrebuiltFieldsMixin, serializers.Serializer):
     ],
 )
 def test_any_time_value_is_answered_as_drf_answers_it(value):
-    instance = Named(at=value, day=value)
+    instance = Named(at=value, day=value, tokyo=value)
     with timezone.override("America/New_York"):
         assert Times(instance).data == as_drf_represents(Times(instance), instance)
 
@@ -152,3 +157,21 @@ def test_what_drf_reads_in_its_own_way_is_left_to_drf():
         "size": 1,
     }
     assert Plain(Named(name=None, size=2)).data == {"name": None, "size": 2}
+
+
+def test_the_time_zone_is_asked_once_per_answer(monkeypatch):
+    # DRF asks for it at every time value; an answer asks once.
+    task = put_in_state(
+        make_task(), Status.COMPLETED, "release", finished_at=timezone.now()
+    )
+    asked = []
+    current = timezone.get_current_timezone
+
+    def counted():
+        asked.append(1)
+        return current()
+
+    monkeypatch.setattr(timezone, "get_current_timezone", counted)
+    answer = TaskDetailSerializer(task).data
+    assert answer["created_at"] and answer["updated_at"] and answer["finished_at"]
+    assert len(asked) == 1
