@@ -167,8 +167,14 @@ def _other_worktree(checkpoint: RunCheckpoint) -> str:
     return f"{OTHER_WORKTREE} The files your tools wrote: {shown}."
 
 
-# The row's key: one checkpoint per task and role (a save replaces the rest).
+# The row's key: one checkpoint per task and role (a save replaces the rest),
+# and what a save writes over it, worked out once (a save runs every turn).
 KEY_FIELDS = ["task", "role"]
+SAVED_FIELDS = [
+    field.name
+    for field in RunCheckpoint._meta.concrete_fields
+    if not field.primary_key and field.name not in KEY_FIELDS
+]
 
 
 class Saver:
@@ -211,11 +217,7 @@ class Saver:
             [row],
             update_conflicts=True,
             unique_fields=KEY_FIELDS,
-            update_fields=[
-                field.name
-                for field in RunCheckpoint._meta.concrete_fields
-                if not field.primary_key and field.name not in KEY_FIELDS
-            ],
+            update_fields=SAVED_FIELDS,
         )
         self.saved = True
 

@@ -157,10 +157,11 @@ class IntakeUrl(NamedTuple):
 
 
 def read_intake_url(url: str) -> IntakeUrl:
-    """Read `url` as intake does (see IntakeUrl); refuses nothing by raising.
-    The reading depends only on the URL and the configured GitHub, so the
-    last ones read are kept: every POST /api/tasks/ reads one, mostly one of
-    a few, and reading one cost about 0.05 ms of the POST's CPU."""
+    """Read `url` as intake does (see IntakeUrl): a refusal is in the
+    answer, never raised. The reading depends only on the URL and the
+    configured GitHub, so the last ones read are kept: every POST
+    /api/tasks/ reads one, mostly one of a few, and reading one cost about
+    0.05 ms of the POST's CPU."""
     return _read_intake_url(url, settings.GITHUB_BASE_URL)
 
 

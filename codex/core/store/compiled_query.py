@@ -50,8 +50,7 @@ class CompiledValues:
         self.check_shape(queryset)
         # What results_iter works out at every run, worked out once: the
         # converters of the selected columns (a third of a hot lookup's CPU).
-        columns = [column[0] for column in self.compiler.select]
-        columns = columns[: self.compiler.col_count]
+        columns = [c[0] for c in self.compiler.select[: self.compiler.col_count]]
         if self.compiler.has_composite_fields(columns):
             raise FastPathInvariantError("a compiled query selects a composite key")
         self.converters = self.compiler.get_converters(columns)
